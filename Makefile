@@ -1,0 +1,45 @@
+# Set-up and everyday tasks. `make demo` and `make test` work on a fresh Debian/Ubuntu machine.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench system-deps clean
+
+demo: system-deps $(VENV)/.core
+	$(BIN)/codereasoner demo
+
+test: system-deps $(VENV)/.dev
+	$(BIN)/ruff check src tests bench
+	$(BIN)/python -m pytest -q
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+bench: system-deps $(VENV)/.core
+	$(BIN)/python bench/executor.py
+
+# bubblewrap gives the sandbox its namespaces; without it the engine falls back to seccomp + rlimits.
+system-deps:
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >/dev/null; \
+	  else \
+	    echo "note: bubblewrap is not installed (sudo apt-get install bubblewrap); the sandbox will use its weaker fallback"; \
+	  fi; \
+	fi
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.core: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.dev: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@ $(VENV)/.core
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,21 @@
+"""The ``codereasoner`` command line: one module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+from codereasoner.cli import demo, run
+
+app = typer.Typer(
+    name="codereasoner",
+    help="Measure and improve how language models reason about code execution.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+run.register(app)
+demo.register(app)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,53 @@
+"""Helpers shared by commands: one-line errors and result rendering."""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from codereasoner.execution import ExecResult, Pool, SandboxUnavailable
+
+console = Console()
+error_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print one clear error line and exit non-zero."""
+    error_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def open_pool(**options: object) -> Pool:
+    try:
+        pool = Pool(**options)  # type: ignore[arg-type]
+    except SandboxUnavailable as exc:
+        fail(f"sandbox unavailable: {exc}")
+    for warning in pool.warnings:
+        error_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    return pool
+
+
+STATUS_STYLE = {"ok": "green", "timeout": "yellow", "memory": "yellow", "output_limit": "yellow"}
+
+
+def result_table(result: ExecResult, title: str) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    style = STATUS_STYLE.get(result.status.value, "red")
+    table.add_row("status", f"[{style}]{result.status.value}[/]")
+    if result.ok:
+        table.add_row("value", result.value or "")
+        table.add_row("type", (result.value_type or "") + ("" if result.is_literal else " (not a literal)"))
+    else:
+        table.add_row("exception", f"{result.exception_type or ''}: {result.exception_message or ''}")
+    if result.stdout:
+        table.add_row("stdout", result.stdout + (" [truncated]" if result.stdout_truncated else ""))
+    if result.stderr:
+        table.add_row("stderr", result.stderr)
+    table.add_row("resources", f"wall {result.wall_ms:.1f} ms, CPU {result.cpu_ms:.1f} ms, "
+                  f"max RSS {result.max_rss_kb / 1024:.1f} MiB")  # fmt: skip
+    return table

@@ -1,0 +1,87 @@
+"""``codereasoner run``: run one call of a program in the sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from codereasoner.cli.common import console, fail, open_pool, result_table
+from codereasoner.execution import CallSyntaxError, Limits, Program, parse_call
+from codereasoner.execution.determinism import nondeterministic_calls, observable
+
+
+def _parse_seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        fail(f"--seeds: expected comma-separated integers such as 0,1, got {text!r}")
+    if not seeds:
+        fail("--seeds: give at least one integer")
+    return seeds
+
+
+def run_command(
+    file: Annotated[Path, typer.Argument(help="Python source file defining the entry point.")],
+    call: Annotated[str, typer.Option("--call", "-c", help="The call, e.g. \"f(1, 'a')\"; arguments must be literals.")],
+    timeout: Annotated[float, typer.Option(help="CPU-time limit per call, seconds.")] = 2.0,
+    memory_mb: Annotated[int, typer.Option(help="Memory budget per call, MiB.")] = 512,
+    seeds: Annotated[str, typer.Option(help="PYTHONHASHSEED values; several (e.g. 0,1) check determinism.")] = "0",
+    isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Run one call of FILE's program in the sandbox; print value, status and resource use."""
+    try:
+        source = file.read_text()
+    except OSError as exc:
+        fail(f"{file}: cannot read the program ({exc.strerror or exc})")
+    except UnicodeDecodeError:
+        fail(f"{file}: expected UTF-8 Python source")
+    try:
+        parsed = parse_call(call)
+    except CallSyntaxError as exc:
+        fail(f"--call {call!r}: {exc}")
+    try:
+        limits = Limits(timeout_s=timeout, memory_mb=memory_mb)
+    except ValueError as exc:
+        fail(str(exc))
+    seed_list = _parse_seeds(seeds)
+    program = Program(source, entry=parsed.entry)
+    outcomes = {}
+    for seed in seed_list:
+        with open_pool(workers=1, limits=limits, hash_seed=seed, isolation=isolation) as pool:
+            outcomes[seed] = pool.run(program, parsed)
+            isolation_text = pool.isolation
+            sandbox_python = pool.plan.python_version
+    first = outcomes[seed_list[0]]
+    unstable = bool(nondeterministic_calls({seed: [result] for seed, result in outcomes.items()}))
+    if as_json:
+        payload = {
+            "call": parsed.render(),
+            "result": first.to_dict(),
+            "isolation": isolation_text,
+            "sandbox_python": sandbox_python,
+            "seeds": seed_list,
+            "deterministic": not unstable,
+            "by_seed": {str(seed): list(observable(result)) for seed, result in outcomes.items()},
+        }
+        typer.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        console.print(result_table(first, f"{escape(file.name)}: {escape(parsed.render())}"))
+        console.print(f"[dim]sandbox: {isolation_text}; Python {sandbox_python}; "
+                      f"PYTHONHASHSEED={seed_list[0]}[/]")  # fmt: skip
+        if len(seed_list) > 1:
+            verdict = "[red]differs between hash seeds[/]" if unstable else "[green]identical[/]"
+            console.print(f"outcome under seeds {', '.join(map(str, seed_list))}: {verdict}")
+            if unstable:
+                for seed, result in outcomes.items():
+                    console.print(f"  seed {seed}: {escape(result.describe())}")
+    if not first.ok or unstable:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_command)

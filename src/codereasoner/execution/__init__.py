@@ -1,0 +1,27 @@
+"""Sandboxed execution of untrusted Python calls: a pool of warm, isolated fork-server workers.
+
+    from codereasoner.execution import Pool, Program, parse_call
+    with Pool() as pool:
+        result = pool.run(Program("def f(x):\\n    return x * 2"), parse_call("f(21)"))
+        result.matches(42)  # decided here, in the parent
+"""
+
+from codereasoner.execution.call import Call, CallSyntaxError, Program, parse_call
+from codereasoner.execution.pool import Batch, Pool
+from codereasoner.execution.protocol import ExecResult, Limits, Status
+from codereasoner.execution.sandbox import IsolationPlan, SandboxUnavailable, plan_isolation
+
+__all__ = [
+    "Batch",
+    "Call",
+    "CallSyntaxError",
+    "ExecResult",
+    "IsolationPlan",
+    "Limits",
+    "Pool",
+    "Program",
+    "SandboxUnavailable",
+    "Status",
+    "parse_call",
+    "plan_isolation",
+]

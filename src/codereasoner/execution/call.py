@@ -1,0 +1,124 @@
+"""Programs and calls: what the execution engine runs.
+
+A call's arguments are literal values parsed in the trusted parent; a call string such as
+``f(1, 'a')`` is taken apart with :mod:`ast` and never evaluated, so an answer that smuggles code
+into a call is rejected before anything runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from codereasoner import values
+
+_ENTRY_PATTERN = re.compile(r"[A-Za-z_]\w*(\(\))?(\.[A-Za-z_]\w*)*")
+
+
+class CallSyntaxError(ValueError):
+    """A call string is not ``entry(literal, ..., name=literal)``."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """Python source defining an entry point (a function, or ``Solution().method``)."""
+
+    source: str
+    entry: str = "f"
+
+    def __post_init__(self) -> None:
+        check_entry(self.entry)
+
+    def call(self, *args: Any, **kwargs: Any) -> Call:
+        """A call of this program's entry point with literal arguments."""
+        return Call(self.entry, args, kwargs)
+
+
+@dataclass(frozen=True)
+class Call:
+    """An entry point applied to literal arguments."""
+
+    entry: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_entry(self.entry)
+
+    def render(self) -> str:
+        """The call as Python text, e.g. ``f(1, 'a', key=[2])``."""
+        parts = [values.render(arg) for arg in self.args]
+        parts += [f"{name}={values.render(value)}" for name, value in self.kwargs.items()]
+        return f"{self.entry}({', '.join(parts)})"
+
+    def wire(self) -> dict[str, str]:
+        """The call as sent to the sandbox: canonical literal text only."""
+        return {
+            "entry": self.entry,
+            "args": values.render(tuple(self.args)),
+            "kwargs": values.render(dict(self.kwargs)),
+        }
+
+
+def check_entry(entry: str) -> None:
+    if not _ENTRY_PATTERN.fullmatch(entry):
+        raise CallSyntaxError(
+            f"entry point {entry!r}: expected a name such as 'f' or 'Solution().method'"
+        )
+
+
+def _entry_text(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_entry_text(node.value)}.{node.attr}"
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        inner = _entry_text(node.func)
+        if "." not in inner and "(" not in inner:
+            return f"{inner}()"
+    raise CallSyntaxError(
+        "the called object must be a name, a dotted name or 'Class().method', "
+        f"not {ast.unparse(node)!r}"
+    )
+
+
+def _literal(node: ast.expr, what: str) -> Any:
+    try:
+        return values.parse(ast.unparse(node))
+    except values.ValueParseError as exc:
+        raise CallSyntaxError(f"{what} is not a literal value: {exc}") from None
+
+
+def parse_call(text: str, *, max_chars: int = 1_000_000) -> Call:
+    """Parse ``f(1, 'a', k=None)`` into a :class:`Call`; arguments must be literals."""
+    if len(text) > max_chars:
+        raise CallSyntaxError(f"call text is longer than {max_chars} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError) as exc:
+        raise CallSyntaxError(f"not a Python call expression: {exc}") from None
+    node = tree.body
+    if not isinstance(node, ast.Call):
+        raise CallSyntaxError(f"expected a call such as f(1, 'a'), got {text.strip()[:60]!r}")
+    entry = _entry_text(node.func)
+    args: list[Any] = []
+    for position, arg in enumerate(node.args, start=1):
+        if isinstance(arg, ast.Starred):
+            unpacked = _literal(arg.value, f"starred argument {position}")
+            if not isinstance(unpacked, list | tuple):
+                raise CallSyntaxError(f"starred argument {position} must be a list or tuple")
+            args.extend(unpacked)
+        else:
+            args.append(_literal(arg, f"argument {position}"))
+    kwargs: dict[str, Any] = {}
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            unpacked = _literal(keyword.value, "** argument")
+            if not isinstance(unpacked, dict) or not all(isinstance(k, str) for k in unpacked):
+                raise CallSyntaxError("** argument must be a dict with string keys")
+            kwargs.update(unpacked)
+        else:
+            kwargs[keyword.arg] = _literal(keyword.value, f"keyword argument {keyword.arg!r}")
+    return Call(entry, tuple(args), kwargs)

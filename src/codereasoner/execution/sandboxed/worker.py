@@ -1,0 +1,544 @@
+"""The warm sandbox worker.
+
+Started once per pool slot (inside bubblewrap when available), it reads jobs as JSON lines on
+stdin and answers each with one JSON line on stdout. Every job runs in a forked child that sets
+rlimits, loads the seccomp filter, runs the job's calls one after another and reports one result
+line per call on a private pipe. The worker enforces per-call CPU and wall-clock limits from the
+outside, kills the child's process group on overrun, and starts a fresh child for the calls that
+remain. It returns values as data; it never decides whether a value is right.
+
+Runs inside the sandbox as a top-level script: standard library and the staged modules only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import builtins
+import contextlib
+import gc
+import json
+import math
+import random
+import resource
+import select
+import signal
+import time
+
+import values
+
+CHILD_STATUSES = ("ok", "error", "memory", "output_limit")
+_TICK_S = 0.05
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_MAX_RESULT_LINE = 8 << 20
+# A child that stops on purpose after reporting (output flood, a thread outliving its call) exits
+# with this code so the worker starts a fresh child for the calls that remain.
+_EXIT_RESTART = 75
+
+
+class _OutputLimit(Exception):
+    pass
+
+
+class _CappedText:
+    """A text stream that keeps at most ``cap`` characters and calls ``on_overflow`` past that."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self, cap: int, on_overflow) -> None:
+        self.cap = cap
+        self.on_overflow = on_overflow
+        self.parts: list[str] = []
+        self.size = 0
+
+    def write(self, text: str) -> int:
+        if type(text) is not str:
+            raise TypeError(f"write() argument must be str, not {values.type_name(text)}")
+        self.size += len(text)
+        if self.size > self.cap:
+            keep = self.cap - (self.size - len(text))
+            if keep > 0:
+                self.parts.append(text[:keep])
+            self.on_overflow()
+        self.parts.append(text)
+        return len(text)
+
+    def text(self) -> str:
+        return "".join(self.parts)[: self.cap]
+
+    def flush(self) -> None:
+        pass
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError("captured stream has no file descriptor")
+
+
+class _EmptyStdin:
+    """Standard input of a sandboxed call: always at end of file."""
+
+    encoding = "utf-8"
+
+    def read(self, size: int = -1) -> str:
+        return ""
+
+    def readline(self, size: int = -1) -> str:
+        return ""
+
+    def readlines(self, hint: int = -1) -> list[str]:
+        return []
+
+    def __iter__(self):
+        return iter(())
+
+    def readable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return 0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _vm_size_kb() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _safe_str(exc: BaseException, cap: int) -> str:
+    try:
+        text = str(exc)
+    except BaseException as inner:  # a hostile __str__
+        return f"<unprintable {values.type_name(exc)}: {values.type_name(inner)}>"
+    if type(text) is not str:
+        return "<non-string message>"
+    return text[:cap]
+
+
+def _resolve_entry(entry: str, namespace: dict):
+    head, *rest = entry.split(".")
+    instantiate = head.endswith("()")
+    name = head[:-2] if instantiate else head
+    if name not in namespace:
+        raise NameError(f"{name!r} is not defined by the program")
+    target = namespace[name]
+    if instantiate:
+        target = target()
+    for attribute in rest:
+        target = getattr(target, attribute)
+    if not callable(target):
+        raise TypeError(f"{entry!r} is not callable")
+    return target
+
+
+class _StateGuard:
+    """Restores interpreter state that one call could tamper with before the next call runs."""
+
+    def __init__(self) -> None:
+        self.builtins = dict(builtins.__dict__)
+        self.modules = dict(sys.modules)
+        self.recursion_limit = sys.getrecursionlimit()
+        self.int_digits = sys.get_int_max_str_digits()
+        self.sys_hooks = {name: getattr(sys, name) for name in ("displayhook", "excepthook")}
+
+    def restore(self) -> None:
+        sys.settrace(None)
+        sys.setprofile(None)
+        current = builtins.__dict__
+        current.clear()
+        current.update(self.builtins)
+        for name, module in self.modules.items():
+            if sys.modules.get(name) is not module:
+                sys.modules[name] = module
+        sys.setrecursionlimit(self.recursion_limit)
+        sys.set_int_max_str_digits(self.int_digits)
+        for name, hook in self.sys_hooks.items():
+            setattr(sys, name, hook)
+        for number in (signal.SIGINT, signal.SIGALRM, signal.SIGTERM, signal.SIGXCPU):
+            signal.signal(number, signal.SIG_DFL)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        random.seed(0)
+
+
+class _Child:
+    """Runs calls ``start..`` of one job in the current (forked, confined) process."""
+
+    def __init__(self, job: dict, start: int, result_fd: int) -> None:
+        self.job = job
+        self.start = start
+        self.result_fd = result_fd
+        limits = job["limits"]
+        self.stdout_cap = int(limits["max_output_chars"])
+        self.value_cap = int(limits["max_value_chars"])
+        self.message_cap = 2000
+        self.index = start
+        self.stdout = _CappedText(self.stdout_cap, self._overflow)
+        self.stderr = _CappedText(self.stdout_cap, self._overflow)
+
+    def send(self, result: dict) -> None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        result["i"] = self.index
+        result["cpu_total_ms"] = round((usage.ru_utime + usage.ru_stime) * 1000, 3)
+        result["max_rss_kb"] = usage.ru_maxrss
+        result["stdout"] = self.stdout.text()
+        result["stderr"] = self.stderr.text()
+        result["stdout_truncated"] = self.stdout.size > self.stdout_cap
+        _write_all(self.result_fd, json.dumps(result).encode() + b"\n")
+
+    def _overflow(self) -> None:
+        # Raising would let the program catch it; report and end this child instead.
+        self.send({"status": "output_limit", "exc_type": None,
+                   "exc_message": f"output exceeded {self.stdout_cap} characters"})  # fmt: skip
+        os._exit(_EXIT_RESTART)
+
+    def run(self) -> None:
+        job = self.job
+        try:
+            code = compile(job["source"], "<program>", "exec")
+        except BaseException as exc:
+            for index in range(self.start, len(job["calls"])):
+                self.index = index
+                self.send({"status": "error", "exc_type": values.type_name(exc),
+                           "exc_message": _safe_str(exc, self.message_cap)})  # fmt: skip
+            return
+        guard = _StateGuard()
+        sys.stdin = sys.__stdin__ = _EmptyStdin()
+        guard.restore()
+        for index in range(self.start, len(job["calls"])):
+            self.index = index
+            call = job["calls"][index]
+            self.stdout.parts.clear()
+            self.stdout.size = 0
+            self.stderr.parts.clear()
+            self.stderr.size = 0
+            sys.stdout, sys.stderr = self.stdout, self.stderr
+            self.send(self._run_call(code, call))
+            guard.restore()
+            sys.stdout, sys.stderr = self.stdout, self.stderr
+            if len(os.listdir("/proc/self/task")) > 1:
+                os._exit(_EXIT_RESTART)  # a thread outlived its call
+
+    def _run_call(self, code, call: dict) -> dict:
+        namespace = {"__name__": "__main__", "__builtins__": builtins}
+        try:
+            exec(code, namespace)
+        except BaseException as exc:
+            return self._error(exc)
+        try:
+            function = _resolve_entry(call["entry"], namespace)
+        except BaseException as exc:
+            result = self._error(exc)
+            if result["status"] == "error":
+                result["exc_type"] = "EntryPointError"
+                result["exc_message"] = f"{call['entry']}: {result['exc_message']}"
+            return result
+        try:
+            value = function(*values.parse(call["args"]), **values.parse(call["kwargs"]))
+        except BaseException as exc:
+            return self._error(exc)
+        return self._render(value)
+
+    def _error(self, exc: BaseException) -> dict:
+        status = "memory" if isinstance(exc, MemoryError) else "error"
+        return {"status": status, "exc_type": values.type_name(exc),
+                "exc_message": _safe_str(exc, self.message_cap)}  # fmt: skip
+
+    def _render(self, value) -> dict:
+        result = {"status": "ok", "type": values.type_name(value), "exc_type": None,
+                  "exc_message": None}  # fmt: skip
+        try:
+            result["value"] = values.render(value, max_chars=self.value_cap)
+            result["literal"] = True
+        except values.NotALiteral:
+            result["value"] = f"<{result['type']} object>"
+            result["literal"] = False
+        except values.RenderLimitExceeded as exc:
+            result.update(status="output_limit", value=None, literal=False,
+                          exc_message=f"return value: {_safe_str(exc, self.message_cap)}")  # fmt: skip
+        except MemoryError:
+            result.update(status="memory", value=None, literal=False,
+                          exc_type="MemoryError", exc_message="while rendering the return value")  # fmt: skip
+        return result
+
+
+class Worker:
+    def __init__(self, config: dict) -> None:
+        self.config = config
+        self.drop_to_uid = config.get("drop_to_uid")
+        self.filter = None
+        self.seccomp_error = None
+        if config.get("seccomp", True):
+            try:
+                import seccomp_filter
+
+                self.filter = seccomp_filter.SeccompFilter()
+            except Exception as exc:  # reported to the parent, which decides whether to refuse
+                self.seccomp_error = f"{type(exc).__name__}: {exc}"
+        for name in config.get("preload", ()):
+            with contextlib.suppress(Exception):
+                __import__(name)
+        self._set_not_dumpable()
+        self.vm_kb = _vm_size_kb()
+        self.devnull_r = os.open(os.devnull, os.O_RDONLY)
+        self.devnull_w = os.open(os.devnull, os.O_WRONLY)
+        gc.collect()
+        gc.freeze()
+
+    @staticmethod
+    def _set_not_dumpable() -> None:
+        # Keeps children (same uid) from reading this process through /proc/<pid>/mem.
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+
+    def hello(self) -> dict:
+        return {
+            "ready": True,
+            "python": sys.version.split()[0],
+            "implementation": sys.implementation.name,
+            "seccomp": self.filter is not None,
+            "seccomp_error": self.seccomp_error,
+            "uid": os.getuid(),
+            "pid": os.getpid(),
+            "vm_kb": self.vm_kb,
+        }
+
+    def serve(self) -> None:
+        out = sys.stdout.fileno()
+        _write_all(out, json.dumps(self.hello()).encode() + b"\n")
+        for line in sys.stdin.buffer:
+            if not line.strip():
+                continue
+            job = json.loads(line)
+            results = self.run_job(job)
+            _write_all(out, json.dumps({"id": job["id"], "results": results}).encode() + b"\n")
+
+    # -- the child ---------------------------------------------------------------------------
+
+    def _enter_child(self, job: dict, start: int, result_fd: int) -> None:
+        try:
+            os.setpgid(0, 0)
+            os.dup2(self.devnull_r, 0)
+            os.dup2(self.devnull_w, 1)
+            os.dup2(self.devnull_w, 2)
+            os.closerange(3, result_fd)
+            os.closerange(result_fd + 1, 1 << 16)
+            self._set_limits(job, start)
+            if self.drop_to_uid is not None and os.getuid() == 0:
+                os.setgroups([])
+                os.setgid(self.drop_to_uid)
+                os.setuid(self.drop_to_uid)
+            if self.filter is not None:
+                self.filter.load()
+        except BaseException as exc:
+            failure = {"i": start, "status": "sandbox_error", "exc_type": type(exc).__name__,
+                       "exc_message": f"sandbox setup failed: {exc}"}  # fmt: skip
+            _write_all(result_fd, json.dumps(failure).encode() + b"\n")
+            os._exit(70)
+        try:
+            _Child(job, start, result_fd).run()
+        finally:
+            os._exit(0)
+
+    def _set_limits(self, job: dict, start: int) -> None:
+        limits = job["limits"]
+        remaining = len(job["calls"]) - start
+        cpu = math.ceil(float(limits["timeout_s"]) * remaining) + 1
+        memory = (self.vm_kb << 10) + (int(limits["memory_mb"]) << 20)
+        settings = (
+            (resource.RLIMIT_CPU, cpu, cpu + 1),
+            (resource.RLIMIT_AS, memory, memory),
+            (resource.RLIMIT_FSIZE, 1 << 20, 1 << 20),
+            (resource.RLIMIT_NOFILE, 64, 64),
+            (resource.RLIMIT_CORE, 0, 0),
+            (resource.RLIMIT_NPROC, int(limits["max_processes"]), int(limits["max_processes"])),
+        )
+        for kind, soft, hard in settings:
+            current_hard = resource.getrlimit(kind)[1]
+            if current_hard != resource.RLIM_INFINITY:
+                hard = min(hard, current_hard)
+                soft = min(soft, hard)
+            resource.setrlimit(kind, (soft, hard))
+
+    # -- the worker's side of a job ------------------------------------------------------------
+
+    def run_job(self, job: dict) -> list[dict]:
+        calls = job["calls"]
+        results: list[dict] = []
+        while len(results) < len(calls):
+            results.extend(self._run_child(job, len(results)))
+        return results
+
+    def _run_child(self, job: dict, start: int) -> list[dict]:
+        limits = job["limits"]
+        timeout_s = float(limits["timeout_s"])
+        wall_timeout_s = float(limits["wall_timeout_s"])
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_fd)
+            self._enter_child(job, start, write_fd)
+        os.close(write_fd)
+        results: list[dict] = []
+        buffer = b""
+        item_started = time.monotonic()
+        cpu_base_ms = 0.0
+        failure = None
+        done = False
+        total = len(job["calls"])
+        try:
+            while failure is None:
+                now = time.monotonic()
+                wall_left = item_started + wall_timeout_s - now
+                if wall_left <= 0:
+                    failure = _timeout(f"wall-clock limit of {wall_timeout_s:g} s exceeded")
+                    break
+                ready, _, _ = select.select([read_fd], [], [], min(wall_left, _TICK_S))
+                if not ready:
+                    used_ms = _cpu_ms(pid) - cpu_base_ms
+                    if used_ms > timeout_s * 1000:
+                        failure = _timeout(f"CPU time limit of {timeout_s:g} s exceeded")
+                    continue
+                chunk = os.read(read_fd, 1 << 16)
+                if not chunk:
+                    break
+                buffer += chunk
+                if len(buffer) > _MAX_RESULT_LINE:
+                    failure = _violation("result line too long")
+                    break
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    result = _sanitize(line, start + len(results))
+                    if result is None:
+                        failure = _violation("malformed result from the sandboxed child")
+                        break
+                    finished = time.monotonic()
+                    result["wall_ms"] = round((finished - item_started) * 1000, 3)
+                    cpu_total = result.pop("cpu_total_ms")
+                    result["cpu_ms"] = round(max(0.0, cpu_total - cpu_base_ms), 3)
+                    cpu_base_ms = cpu_total
+                    item_started = finished
+                    results.append(result)
+                    if result["status"] == "sandbox_error" or start + len(results) == total:
+                        done = True
+                        break
+                if done:
+                    break
+        finally:
+            os.close(read_fd)
+            _kill_group(pid)
+            _, wait_status, usage = os.wait4(pid, 0)
+        restart = results and os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == _EXIT_RESTART
+        if failure is None and start + len(results) < total and not restart:
+            failure = _classify_exit(wait_status)
+        if failure is not None and start + len(results) < total:
+            failure["wall_ms"] = round((time.monotonic() - item_started) * 1000, 3)
+            failure["max_rss_kb"] = usage.ru_maxrss
+            cpu_ms = (usage.ru_utime + usage.ru_stime) * 1000 - cpu_base_ms
+            failure["cpu_ms"] = round(max(0.0, cpu_ms), 3)
+            results.append(failure)
+        return results
+
+
+def _cpu_ms(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / _CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _kill_group(pid: int) -> None:
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+def _failure(status: str, exc_type: str | None, message: str) -> dict:
+    return {"status": status, "type": None, "value": None, "literal": False,
+            "exc_type": exc_type, "exc_message": message, "stdout": "", "stderr": "",
+            "stdout_truncated": False}  # fmt: skip
+
+
+def _timeout(message: str) -> dict:
+    return _failure("timeout", None, message)
+
+
+def _violation(message: str) -> dict:
+    return _failure("error", "ProtocolViolation", message)
+
+
+def _classify_exit(wait_status: int) -> dict:
+    if os.WIFSIGNALED(wait_status):
+        number = os.WTERMSIG(wait_status)
+        if number == signal.SIGXCPU:
+            return _timeout("CPU time limit exceeded (SIGXCPU)")
+        name = signal.Signals(number).name if number in signal.valid_signals() else str(number)
+        return _failure("killed", None, f"process killed by signal {name}")
+    code = os.WEXITSTATUS(wait_status)
+    return _failure("error", "ProcessExit", f"process exited with code {code} before returning")
+
+
+_RESULT_FIELDS = {
+    "value": (str, type(None)), "type": (str, type(None)), "literal": (bool,),
+    "exc_type": (str, type(None)), "exc_message": (str, type(None)), "stdout": (str,),
+    "stderr": (str,), "stdout_truncated": (bool,), "max_rss_kb": (int,),
+}  # fmt: skip
+
+
+def _sanitize(line: bytes, expected_index: int) -> dict | None:
+    """Keep a child's result only if it has exactly the shape the child code writes."""
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        return None
+    if type(raw) is not dict or raw.get("i") != expected_index:
+        return None
+    status = raw.get("status")
+    if status not in (*CHILD_STATUSES, "sandbox_error"):
+        return None
+    cpu_total = raw.get("cpu_total_ms", 0.0)
+    if type(cpu_total) not in (int, float):
+        return None
+    clean = {"status": status, "cpu_total_ms": float(cpu_total)}
+    for key, kinds in _RESULT_FIELDS.items():
+        if key in raw:
+            if type(raw[key]) not in kinds:
+                return None
+            clean[key] = raw[key]
+    return clean
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    Worker(config).serve()
+
+
+if __name__ == "__main__":
+    main()
