@@ -25,6 +25,8 @@ def open_pool(**options: object) -> Pool:
         pool = Pool(**options)  # type: ignore[arg-type]
     except SandboxUnavailable as exc:
         fail(f"sandbox unavailable: {exc}")
+    except ValueError as exc:
+        fail(str(exc))
     for warning in pool.warnings:
         error_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     return pool

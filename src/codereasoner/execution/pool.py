@@ -146,6 +146,7 @@ class Pool:
         self._lock = threading.Lock()
         self._next_job = 0
         self._idle: list[_Worker] = []
+        self._workers: list[_Worker] = []
         self.restarts = 0
         try:
             starting = [self._launch() for _ in range(self.size)]
@@ -172,16 +173,30 @@ class Pool:
     def run_batch(
         self, program: Program, calls: Sequence[Call], limits: Limits | None = None
     ) -> list[ExecResult]:
-        return next(self.map([Batch(program, calls, limits)]))
+        return self.run_all([Batch(program, calls, limits)])[0]
+
+    def run_all(self, batches: Iterable[Batch]) -> list[list[ExecResult]]:
+        """Run batches on all workers and return every batch's results, in submission order."""
+        return list(self.map(batches))
 
     def map(self, batches: Iterable[Batch]) -> Iterator[list[ExecResult]]:
-        """Run batches on all workers; yield each batch's results in submission order."""
+        """Run batches on all workers; yield each batch's results in submission order.
+
+        The pool serves one ``map`` at a time: consume the iterator fully (or close it) before
+        the next call; other threads wait until then.
+        """
         with self._lock:
             yield from self._dispatch(iter(batches))
 
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers' outermost processes (the sandbox launchers)."""
+        return [worker.process.pid for worker in self._workers]
+
     def close(self) -> None:
-        for worker in self._idle:
+        for worker in self._workers:
             worker.stop()
+        self._workers.clear()
         self._idle.clear()
         self._finalizer()
 
@@ -195,7 +210,9 @@ class Pool:
 
     def _launch(self) -> _Worker:
         command = worker_command(self.plan, self._stage, self.hash_seed, self._config)
-        return _Worker(command, sandbox_environment(self.hash_seed))
+        worker = _Worker(command, sandbox_environment(self.hash_seed))
+        self._workers.append(worker)
+        return worker
 
     def _greet(self, worker: _Worker) -> _Worker:
         try:
@@ -212,6 +229,7 @@ class Pool:
 
     def _replace(self, worker: _Worker) -> _Worker:
         worker.stop()
+        self._workers.remove(worker)
         self.restarts += 1
         return self._greet(self._launch())
 
@@ -253,7 +271,7 @@ class Pool:
                     job = _InFlight(submitted, len(batch.calls), now + budget, now)
                     submitted += 1
                     try:
-                        worker.send(payload)
+                        worker = self._send(worker, payload)
                     except OSError:
                         self._fail(worker, job, finished, "worker closed its input")
                         continue
@@ -296,6 +314,15 @@ class Pool:
             for worker, job in inflight.values():
                 self._fail(worker, job, finished, "dispatch interrupted")
             selector.close()
+
+    def _send(self, worker: _Worker, payload: bytes) -> _Worker:
+        """Send a job; a worker found dead before the job started is replaced once."""
+        try:
+            worker.send(payload)
+        except OSError:
+            worker = self._replace(worker)
+            worker.send(payload)
+        return worker
 
     def _decode(self, line: bytes, job: _InFlight) -> list[ExecResult]:
         try:

@@ -1,0 +1,3 @@
+from codereasoner.cli import main
+
+main()

@@ -1,0 +1,96 @@
+"""The command line, run as a user would: a real subprocess, real files, the real sandbox."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codereasoner", *args],
+        capture_output=True, text=True, timeout=120, cwd=cwd,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Path:
+    path = tmp_path / "prog.py"
+    path.write_text("def f(text, n):\n    print('called')\n    return [text * n, len(text)]\n")
+    return path
+
+
+def test_run_prints_value_status_and_resources(program: Path) -> None:
+    done = cli("run", str(program), "--call", "f('ab', 2)")
+    assert done.returncode == 0, done.stderr
+    assert "['abab', 2]" in done.stdout
+    assert "ok" in done.stdout and "called" in done.stdout and "max RSS" in done.stdout
+
+
+def test_run_json_output(program: Path) -> None:
+    done = cli("run", str(program), "--call", "f('x', 3)", "--json")
+    payload = json.loads(done.stdout)
+    assert payload["result"]["status"] == "ok"
+    assert payload["result"]["value"] == "['xxx', 1]"
+    assert payload["call"] == "f('x', 3)"
+    assert payload["deterministic"] is True
+
+
+def test_run_reports_failures_with_exit_code_1(tmp_path: Path) -> None:
+    path = tmp_path / "loop.py"
+    path.write_text("def f():\n    while True:\n        pass\n")
+    done = cli("run", str(path), "--call", "f()", "--timeout", "0.3", "--json")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["result"]["status"] == "timeout"
+
+
+def test_run_detects_hash_seed_nondeterminism(tmp_path: Path) -> None:
+    path = tmp_path / "sets.py"
+    path.write_text("def f(words):\n    return list(set(words))\n")
+    words = [f"word{i}" for i in range(15)]
+    done = cli("run", str(path), "--call", f"f({words!r})", "--seeds", "0,1,2")
+    assert done.returncode == 1
+    assert "differs between hash seeds" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "missing.py", "--call", "f()"], "missing.py: cannot read the program"),
+        (["run", "PROGRAM", "--call", "f(x)"], "argument 1 is not a literal"),
+        (["run", "PROGRAM", "--call", "print"], "expected a call"),
+        (["run", "PROGRAM", "--call", "f(1)", "--seeds", "a,b"], "--seeds: expected"),
+        (["run", "PROGRAM", "--call", "f(1)", "--timeout", "-1"], "timeout_s must be a positive number"),
+        (["run", "PROGRAM", "--call", "f(1)", "--isolation", "docker"], "isolation must be one of"),
+    ],
+)
+def test_bad_input_gives_one_clear_line_and_exit_2(
+    program: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    args = [str(program) if arg == "PROGRAM" else arg for arg in args]
+    done = cli(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error:") and message in lines[0]
+
+
+def test_demo_runs_offline_and_writes_records(tmp_path: Path) -> None:
+    out = tmp_path / "demo.jsonl"
+    done = cli("demo", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    verdicts = {record["item"]: record["verdict"] for record in records}
+    assert verdicts["filter vowels"] == "correct"
+    assert verdicts["wrong answer"] == "wrong"
+    assert verdicts["tuple vs list"] == "wrong"
+    assert verdicts["always-equal answer"].startswith("wrong (unparsable")
+    assert verdicts["answer that calls f"].startswith("wrong (unparsable")
+    statuses = {record["item"]: record["result"]["status"] for record in records}
+    assert statuses["infinite loop"] == "timeout"
+    assert statuses["memory bomb"] == "memory"
+    assert statuses["reads /etc/shadow"] == "error"
