@@ -152,6 +152,18 @@ ATTACKS: list[Attack] = [
     Attack("posix_unlink_victim", "", status_is(Status.ERROR)),
     Attack("write_victim", "", status_is(Status.ERROR)),
     Attack("ctypes_system", "", status_is(Status.OK, Status.ERROR)),
+    Attack("create_empty_files", _src("""
+        import os
+        def f():
+            made = []
+            for directory in ('/tmp', '/dev/shm', '/root', '/home', '/tmp/codereasoner-sandbox'):
+                try:
+                    os.close(os.open(directory + '/planted', os.O_CREAT | os.O_RDONLY))
+                    made.append(directory)
+                except OSError:
+                    pass
+            return made
+    """), returns([])),
     Attack("os_system", _src("""
         import os
         def f():

@@ -115,8 +115,11 @@ def bubblewrap_command(
         command += ["--tmpfs", path]
     if "/tmp" not in hidden:
         command += ["--tmpfs", "/tmp"]
+    command += ["--ro-bind", stage_dir, SANDBOX_DIR]
+    # Writes are denied by seccomp too; read-only mounts also stop O_CREAT|O_RDONLY (empty files).
+    for path in ("/dev", *sorted(set(hidden) | {"/tmp"}, key=lambda p: p.count("/"))):
+        command += ["--remount-ro", path]
     command += [
-        "--ro-bind", stage_dir, SANDBOX_DIR,
         "--unshare-all", "--as-pid-1", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         "--hostname", "sandbox", "--clearenv", "--chdir", "/tmp",
     ]  # fmt: skip

@@ -77,6 +77,7 @@ _FULL = 8  # diff everything (after an exception, a return, a resume)
 _FULL_POINT = (_FULL, (), ())
 _NO_POINT = (0, (), ())
 _MISSING = object()
+_STEP_CHARS = 90  # estimated JSON size of a step without its changes
 _SMALL = 10**15  # ints below this render as repr() (16 chars at most; max_value_chars >= 16)
 
 _FOR, _WHILE, _FOREVER = 0, 1, 2
@@ -473,14 +474,13 @@ class _Frame:
     __slots__ = (
         "calls", "cond_step", "cond_test", "counts", "depth", "enc", "fid", "fn", "info",
         "inline_offs", "inline_step", "line", "loops", "off", "point", "qual", "rev_index",
-        "rev_loop", "rev_more", "rev_step", "snap", "started", "step", "step_size", "tr", "watch",
+        "rev_loop", "rev_more", "rev_step", "snap", "started", "step", "tr", "watch",
     )  # fmt: skip
 
     def __init__(self, tr: Tracer, info: _CodeInfo, depth: int) -> None:
         self.tr = tr
         self.info = info
         self.qual = info.qualname
-        self.step_size = 60 + len(self.qual)
         self.fid = tr.next_fid
         tr.next_fid += 1
         self.depth = depth
@@ -568,28 +568,6 @@ class _Frame:
             for name in [name for name in snap if name not in loc]:
                 self.bind(name, _MISSING, snap[name], changes)
 
-    def rebind_names(self, loc, changes: dict, names: tuple[str, ...]) -> None:
-        snap = self.snap
-        for name in names:
-            value = loc.get(name, _MISSING)
-            entry = snap.get(name)
-            if entry is not None:
-                if entry[0] is value:
-                    continue
-                if entry[2] == _ID and type(value) in _ATOMS:
-                    entry[0] = value
-                    if type(value) is int and -_SMALL < value < _SMALL:  # type: ignore[operator]
-                        text = repr(value)
-                    else:
-                        text = self.tr.render.text(value)
-                    if text != entry[1]:
-                        entry[1] = text
-                        if name[0] != "." and name != "__class__":
-                            changes[name] = text
-                            self.tr.size += len(name) + len(text) + 6
-                    continue
-            self.bind(name, value, entry, changes)
-
     def recheck(self, changes: dict) -> None:
         """Look for in-place changes of the tracked containers and objects."""
         render = self.tr.render
@@ -623,21 +601,39 @@ class _Frame:
     def update(self, frame: types.FrameType, changes: dict) -> None:
         """Diff the locals against the snapshot after the previous line ran."""
         loc = frame.f_locals
+        snap = self.snap
         if self.tr.calls != self.calls:
             self.rebind_all(loc, changes)
             if self.watch:
                 self.recheck(changes)
             return
         flags, stores, inplace = self.point
-        if flags & _FULL or (flags & _MUTATE and len(loc) != len(self.snap)):
+        if flags & _FULL or (flags & _MUTATE and len(loc) != len(snap)):
             self.rebind_all(loc, changes)
-        elif stores:
-            self.rebind_names(loc, changes, stores)
+        else:
+            for name in stores:
+                value = loc.get(name, _MISSING)
+                entry = snap.get(name)
+                if entry is not None:
+                    if entry[0] is value:
+                        continue
+                    if entry[2] == _ID and type(value) in _ATOMS:
+                        entry[0] = value  # an atom replaced by an atom: reuse the entry
+                        if type(value) is int and -_SMALL < value < _SMALL:  # type: ignore[operator]
+                            text = repr(value)
+                        else:
+                            text = self.tr.render.text(value)
+                        if text != entry[1]:
+                            entry[1] = text
+                            if name[0] != "." and name != "__class__":
+                                changes[name] = text
+                                self.tr.size += len(name) + len(text) + 6
+                        continue
+                self.bind(name, value, entry, changes)
         if self.watch:
             if flags & (_MUTATE | _FULL):
                 self.recheck(changes)
             elif inplace:
-                snap = self.snap
                 for name in inplace:
                     entry = snap.get(name)
                     if entry is not None and entry[2] != _ID:
@@ -649,6 +645,16 @@ class _Frame:
     def stmt_loops(self, line: int, off: int, step: dict, enc: tuple) -> None:
         info = self.info
         counts = self.counts
+        target = info.fiter.get(off)
+        if target is not None and enc is self.enc and enc[-1] is target:
+            # The common case: the next iteration of the innermost `for` loop.
+            counts[target] += 1
+            self.loops = step["loops"] = (*self.loops[:-1], (target.line, counts[target]))
+            self.rev_loop = target
+            self.rev_index = len(enc) - 1
+            self.rev_step = step
+            self.rev_more = None
+            return
         changed = enc is not self.enc
         if changed:
             for loop in [loop for loop in counts if loop not in enc]:
@@ -768,8 +774,8 @@ class _Frame:
             if tr.stopped:
                 frame.f_trace = None
                 return None
-            tr.events += 1
             if event != "line":
+                tr.events += 1
                 if event == "opcode":
                     if self.inline_step is not None and frame.f_lasti in self.inline_offs:
                         self.inline_step["cond"] = True
@@ -821,9 +827,9 @@ class _Frame:
                         self.inline_step = new
                         self.inline_offs = info.body_offsets(test)
                         frame.f_trace_opcodes = True
-            tr.steps.append(new)
-            tr.size += self.step_size + 10 * len(self.loops)
-            if tr.size > tr.max_trace_chars:
+            steps = tr.steps
+            steps.append(new)
+            if not len(steps) & 255 and tr.size + _STEP_CHARS * len(steps) > tr.max_trace_chars:
                 tr.overflow("max_trace_chars")
             self.step = new
             self.line = line
@@ -1010,7 +1016,7 @@ class Tracer:
             "exception": exception,
             "partial": self.partial_reason is not None,
             "partial_reason": self.partial_reason,
-            "events": self.events,
+            "events": self.events + len(self.steps),
         }
 
     def call(self, function: Callable, args: tuple, kwargs: dict) -> dict:
