@@ -146,7 +146,10 @@ def run_humaneval_style(cases: list[Case], workers: int) -> Measurement:
     with ThreadPoolExecutor(workers) as executor:
         outcomes = list(executor.map(_humaneval_check, programs))
     seconds = time.perf_counter() - started
-    right = sum(passed == case.expected_is_correct for (passed, _), case in zip(outcomes, cases, strict=True))
+    right = sum(
+        passed == case.expected_is_correct
+        for (passed, _), case in zip(outcomes, cases, strict=True)
+    )
     return Measurement("human-eval style (Process per sample)", seconds,
                        [latency for _, latency in outcomes], right, len(cases))  # fmt: skip
 
@@ -192,9 +195,13 @@ def main() -> None:
         for _ in range(args.runs):
             for key, measure in modes:
                 runs[key].append(measure())
-    medians = {key: sorted(found, key=lambda m: m.rate)[len(found) // 2] for key, found in runs.items()}
+    medians = {
+        key: sorted(found, key=lambda m: m.rate)[len(found) // 2] for key, found in runs.items()
+    }
     baseline = medians["humaneval"].rate
-    print(f"{'design':40} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'verdicts':>10} {'vs human-eval':>14}")
+    print(
+        f"{'design':40} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'verdicts':>10} {'vs human-eval':>14}"
+    )
     for measurement in medians.values():
         print(
             f"{measurement.name:40} {measurement.rate:9.0f} "

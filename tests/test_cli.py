@@ -64,7 +64,10 @@ def test_run_detects_hash_seed_nondeterminism(tmp_path: Path) -> None:
         (["run", "PROGRAM", "--call", "f(x)"], "argument 1 is not a literal"),
         (["run", "PROGRAM", "--call", "print"], "expected a call"),
         (["run", "PROGRAM", "--call", "f(1)", "--seeds", "a,b"], "--seeds: expected"),
-        (["run", "PROGRAM", "--call", "f(1)", "--timeout", "-1"], "timeout_s must be a positive number"),
+        (
+            ["run", "PROGRAM", "--call", "f(1)", "--timeout", "-1"],
+            "timeout_s must be a positive number",
+        ),
         (["run", "PROGRAM", "--call", "f(1)", "--isolation", "docker"], "isolation must be one of"),
     ],
 )
@@ -94,3 +97,12 @@ def test_demo_runs_offline_and_writes_records(tmp_path: Path) -> None:
     assert statuses["infinite loop"] == "timeout"
     assert statuses["memory bomb"] == "memory"
     assert statuses["reads /etc/shadow"] == "error"
+
+
+@pytest.mark.parametrize("isolation", ["bubblewrap", "fallback"])
+def test_doctor_checks_containment_with_live_probes(isolation: str) -> None:
+    done = cli("doctor", "--isolation", isolation)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("contained") == 6
+    assert "NOT contained" not in done.stdout
+    assert ("fallback" in done.stdout) == (isolation == "fallback")

@@ -96,16 +96,26 @@ def victim_intact(directory: str) -> None:
 
 ATTACKS: list[Attack] = [
     # --- secrets ---
-    Attack("read_shadow", _src("""
+    Attack(
+        "read_shadow",
+        _src("""
         def f():
             return open('/etc/shadow').read()
-    """), raises("PermissionError")),
-    Attack("env_secret", _src("""
+    """),
+        raises("PermissionError"),
+    ),
+    Attack(
+        "env_secret",
+        _src("""
         import os
         def f():
             return sorted(v for v in os.environ.values() if 'canary' in v)
-    """), returns([])),
-    Attack("proc_environ_scan", _src(f"""
+    """),
+        returns([]),
+    ),
+    Attack(
+        "proc_environ_scan",
+        _src(f"""
         import os
         def f():
             found = []
@@ -117,8 +127,12 @@ ATTACKS: list[Attack] = [
                     except OSError:
                         pass
             return found
-    """), returns([])),
-    Attack("read_parent_memory", _src("""
+    """),
+        returns([]),
+    ),
+    Attack(
+        "read_parent_memory",
+        _src("""
         import os
         def f():
             opened = []
@@ -129,30 +143,48 @@ ATTACKS: list[Attack] = [
                 except OSError:
                     pass
             return opened
-    """), returns([])),
-    Attack("process_vm_readv", _src("""
+    """),
+        returns([]),
+    ),
+    Attack(
+        "process_vm_readv",
+        _src("""
         import ctypes, os
         def f():
             libc = ctypes.CDLL(None, use_errno=True)
             rc = libc.syscall(310, os.getppid(), 0, 1, 0, 1, 0)  # process_vm_readv on x86-64
             return rc == -1
-    """), returns(True)),
-    Attack("host_home_hidden", _src("""
+    """),
+        returns(True),
+    ),
+    Attack(
+        "host_home_hidden",
+        _src("""
         import os
         def f():
             return {p: sorted(os.listdir(p)) for p in ('/root', '/home', '/tmp')}
-    """), returns({"/root": [], "/home": [], "/tmp": ["codereasoner-sandbox"]})),
+    """),
+        returns({"/root": [], "/home": [], "/tmp": ["codereasoner-sandbox"]}),
+    ),
     # --- filesystem ---
-    Attack("write_system_file", _src("""
+    Attack(
+        "write_system_file",
+        _src("""
         def f():
             with open('/etc/codereasoner-pwned', 'w') as out:
                 out.write('x')
-    """), raises("PermissionError")),
-    Attack("os_remove_victim", "", raises("PermissionError")),  # source filled per test (victim path)
+    """),
+        raises("PermissionError"),
+    ),
+    Attack(
+        "os_remove_victim", "", raises("PermissionError")
+    ),  # source filled per test (victim path)
     Attack("posix_unlink_victim", "", status_is(Status.ERROR)),
     Attack("write_victim", "", status_is(Status.ERROR)),
     Attack("ctypes_system", "", status_is(Status.OK, Status.ERROR)),
-    Attack("create_empty_files", _src("""
+    Attack(
+        "create_empty_files",
+        _src("""
         import os
         def f():
             made = []
@@ -163,53 +195,85 @@ ATTACKS: list[Attack] = [
                 except OSError:
                     pass
             return made
-    """), returns([])),
-    Attack("os_system", _src("""
+    """),
+        returns([]),
+    ),
+    Attack(
+        "os_system",
+        _src("""
         import os
         def f():
             return os.system('echo pwned > /dev/shm/pwned')
-    """), returns(127 << 8)),
-    Attack("subprocess_run", _src("""
+    """),
+        returns(127 << 8),
+    ),
+    Attack(
+        "subprocess_run",
+        _src("""
         import subprocess
         def f():
             return subprocess.run(['id'], capture_output=True).returncode
-    """), raises("PermissionError")),
+    """),
+        raises("PermissionError"),
+    ),
     # --- network ---
     Attack("network_connect", "", status_is(Status.ERROR)),  # port filled per test
-    Attack("network_listen", _src("""
+    Attack(
+        "network_listen",
+        _src("""
         import socket
         def f():
             s = socket.socket()
             s.bind(('0.0.0.0', 8099))
             s.listen()
             return 'listening'
-    """), raises("PermissionError")),
+    """),
+        raises("PermissionError"),
+    ),
     # --- processes ---
-    Attack("fork_bomb", _src("""
+    Attack(
+        "fork_bomb",
+        _src("""
         import os
         def f():
             while True:
                 os.fork()
-    """), raises("PermissionError")),
-    Attack("fork_orphans", _src("""
+    """),
+        raises("PermissionError"),
+    ),
+    Attack(
+        "fork_orphans",
+        _src("""
         import os, time
         def f():
             for _ in range(20):
                 if os.fork() == 0:
                     time.sleep(60)
             return 'forked'
-    """), raises("PermissionError")),
-    Attack("kill_parent", _src("""
+    """),
+        raises("PermissionError"),
+    ),
+    Attack(
+        "kill_parent",
+        _src("""
         import os, signal
         def f():
             os.kill(os.getppid(), signal.SIGKILL)
-    """), raises("PermissionError")),
-    Attack("kill_everything", _src("""
+    """),
+        raises("PermissionError"),
+    ),
+    Attack(
+        "kill_everything",
+        _src("""
         import os, signal
         def f():
             os.kill(-1, signal.SIGKILL)
-    """), raises("PermissionError")),
-    Attack("orphan_thread", _src("""
+    """),
+        raises("PermissionError"),
+    ),
+    Attack(
+        "orphan_thread",
+        _src("""
         import threading, time
         def f():
             def spin():
@@ -217,43 +281,75 @@ ATTACKS: list[Attack] = [
                     time.sleep(0.001)
             threading.Thread(target=spin, daemon=True).start()
             return 'started'
-    """), returns("started")),
+    """),
+        returns("started"),
+    ),
     # --- resources ---
-    Attack("memory_bomb", _src("""
+    Attack(
+        "memory_bomb",
+        _src("""
         def f():
             return len(b'x' * (4 << 30))
-    """), status_is(Status.MEMORY)),
-    Attack("memory_growth", _src("""
+    """),
+        status_is(Status.MEMORY),
+    ),
+    Attack(
+        "memory_growth",
+        _src("""
         def f():
             hoard = []
             while True:
                 hoard.append(bytearray(50 << 20))
-    """), status_is(Status.MEMORY)),
-    Attack("cpu_loop", _src("""
+    """),
+        status_is(Status.MEMORY),
+    ),
+    Attack(
+        "cpu_loop",
+        _src("""
         def f():
             while True:
                 pass
-    """), status_is(Status.TIMEOUT)),
-    Attack("c_level_sum", _src("""
+    """),
+        status_is(Status.TIMEOUT),
+    ),
+    Attack(
+        "c_level_sum",
+        _src("""
         def f():
             return sum(range(10 ** 15))
-    """), status_is(Status.TIMEOUT)),
-    Attack("c_level_repeat", _src("""
+    """),
+        status_is(Status.TIMEOUT),
+    ),
+    Attack(
+        "c_level_repeat",
+        _src("""
         import itertools
         def f():
             return sum(itertools.repeat(1))
-    """), status_is(Status.TIMEOUT)),
-    Attack("catastrophic_regex", _src("""
+    """),
+        status_is(Status.TIMEOUT),
+    ),
+    Attack(
+        "catastrophic_regex",
+        _src("""
         import re
         def f():
             return bool(re.match(r'(a+)+$', 'a' * 64 + 'b'))
-    """), status_is(Status.TIMEOUT)),
-    Attack("sleep_forever", _src("""
+    """),
+        status_is(Status.TIMEOUT),
+    ),
+    Attack(
+        "sleep_forever",
+        _src("""
         import time
         def f():
             time.sleep(3600)
-    """), status_is(Status.TIMEOUT)),
-    Attack("swallow_everything", _src("""
+    """),
+        status_is(Status.TIMEOUT),
+    ),
+    Attack(
+        "swallow_everything",
+        _src("""
         def f():
             while True:
                 try:
@@ -261,87 +357,147 @@ ATTACKS: list[Attack] = [
                         pass
                 except BaseException:
                     pass
-    """), status_is(Status.TIMEOUT)),
-    Attack("signal_tampering", _src("""
+    """),
+        status_is(Status.TIMEOUT),
+    ),
+    Attack(
+        "signal_tampering",
+        _src("""
         import signal
         def f():
             for sig in (signal.SIGALRM, signal.SIGTERM, signal.SIGXCPU, signal.SIGINT):
                 signal.signal(sig, signal.SIG_IGN)
             while True:
                 pass
-    """), status_is(Status.TIMEOUT)),
-    Attack("raise_own_limits", _src("""
+    """),
+        status_is(Status.TIMEOUT),
+    ),
+    Attack(
+        "raise_own_limits",
+        _src("""
         import resource
         def f():
             resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)
-    """), status_is(Status.ERROR)),
-    Attack("deep_recursion", _src("""
+    """),
+        status_is(Status.ERROR),
+    ),
+    Attack(
+        "deep_recursion",
+        _src("""
         def f(n=0):
             return f(n + 1)
-    """), raises("RecursionError")),
-    Attack("c_stack_overflow", _src("""
+    """),
+        raises("RecursionError"),
+    ),
+    Attack(
+        "c_stack_overflow",
+        _src("""
         import sys
         sys.setrecursionlimit(10 ** 8)
         def f(n=0):
             return list(map(f, [n + 1]))  # each level recurses through C
-    """), status_is(Status.KILLED)),
-    Attack("ctypes_segfault", _src("""
+    """),
+        status_is(Status.KILLED),
+    ),
+    Attack(
+        "ctypes_segfault",
+        _src("""
         import ctypes
         def f():
             return ctypes.string_at(0)
-    """), status_is(Status.KILLED)),
+    """),
+        status_is(Status.KILLED),
+    ),
     # --- output and input ---
-    Attack("output_flood", _src("""
+    Attack(
+        "output_flood",
+        _src("""
         def f():
             while True:
                 print('x' * 1000)
-    """), status_is(Status.OUTPUT_LIMIT)),
-    Attack("raw_fd_flood", _src("""
+    """),
+        status_is(Status.OUTPUT_LIMIT),
+    ),
+    Attack(
+        "raw_fd_flood",
+        _src("""
         import os
         def f():
             for _ in range(10000):
                 os.write(1, b'{"id": 1, "results": []}\\n' * 100)
                 os.write(2, b'noise' * 1000)
             return 'done'
-    """), returns("done")),
-    Attack("huge_return_value", _src("""
+    """),
+        returns("done"),
+    ),
+    Attack(
+        "huge_return_value",
+        _src("""
         def f():
             return list(range(10 ** 6))
-    """), status_is(Status.OUTPUT_LIMIT)),
-    Attack("read_stdin", _src("""
+    """),
+        status_is(Status.OUTPUT_LIMIT),
+    ),
+    Attack(
+        "read_stdin",
+        _src("""
         def f():
             return input()
-    """), raises("EOFError")),
-    Attack("read_stdin_fd", _src("""
+    """),
+        raises("EOFError"),
+    ),
+    Attack(
+        "read_stdin_fd",
+        _src("""
         import os
         def f():
             return os.read(0, 100)
-    """), returns(b"")),
+    """),
+        returns(b""),
+    ),
     # --- exits and exceptions ---
-    Attack("sys_exit", _src("""
+    Attack(
+        "sys_exit",
+        _src("""
         import sys
         def f():
             sys.exit(0)
-    """), raises("SystemExit")),
-    Attack("os_exit", _src("""
+    """),
+        raises("SystemExit"),
+    ),
+    Attack(
+        "os_exit",
+        _src("""
         import os
         def f():
             os._exit(0)
-    """), both(status_is(Status.ERROR), never_matches(None, 0, True))),
-    Attack("keyboard_interrupt", _src("""
+    """),
+        both(status_is(Status.ERROR), never_matches(None, 0, True)),
+    ),
+    Attack(
+        "keyboard_interrupt",
+        _src("""
         def f():
             raise KeyboardInterrupt
-    """), raises("KeyboardInterrupt")),
-    Attack("custom_base_exception", _src("""
+    """),
+        raises("KeyboardInterrupt"),
+    ),
+    Attack(
+        "custom_base_exception",
+        _src("""
         class Escape(BaseException):
             def __str__(self):
                 while True:
                     pass
         def f():
             raise Escape()
-    """), status_is(Status.TIMEOUT)),
+    """),
+        status_is(Status.TIMEOUT),
+    ),
     # --- forging verdicts ---
-    Attack("always_equal_object", _src("""
+    Attack(
+        "always_equal_object",
+        _src("""
         class Anything:
             def __eq__(self, other):
                 return True
@@ -349,17 +505,27 @@ ATTACKS: list[Attack] = [
                 return '[1, 2, 3]'
         def f():
             return Anything()
-    """), both(never_matches([1, 2, 3], 0, None, "Anything"),
-               lambda r: (r.ok and not r.is_literal) or pytest.fail(r.describe()))),
-    Attack("int_subclass", _src("""
+    """),
+        both(
+            never_matches([1, 2, 3], 0, None, "Anything"),
+            lambda r: (r.ok and not r.is_literal) or pytest.fail(r.describe()),
+        ),
+    ),
+    Attack(
+        "int_subclass",
+        _src("""
         class Sneaky(int):
             def __eq__(self, other):
                 return True
             __hash__ = int.__hash__
         def f():
             return Sneaky(7)
-    """), never_matches(8, 7)),
-    Attack("forge_result_fds", _src("""
+    """),
+        never_matches(8, 7),
+    ),
+    Attack(
+        "forge_result_fds",
+        _src("""
         import json, os
         def f():
             line = json.dumps({"i": 0, "status": "ok", "value": "'passed'", "literal": True}) + "\\n"
@@ -369,8 +535,12 @@ ATTACKS: list[Attack] = [
                 except OSError:
                     pass
             assert False
-    """), never_matches(2)),
-    Attack("frame_walk", _src("""
+    """),
+        never_matches(2),
+    ),
+    Attack(
+        "frame_walk",
+        _src("""
         import sys
         def f():
             frame = sys._getframe()
@@ -383,13 +553,19 @@ ATTACKS: list[Attack] = [
                             pass
                 frame = frame.f_back
             return 'wrong answer'
-    """), both(returns("wrong answer"), never_matches(2))),
-    Attack("exit_zero_then_fail", _src("""
+    """),
+        both(returns("wrong answer"), never_matches(2)),
+    ),
+    Attack(
+        "exit_zero_then_fail",
+        _src("""
         import os
         def f():
             os._exit(0)
             assert False
-    """), both(never_matches(2), status_is(Status.ERROR))),
+    """),
+        both(never_matches(2), status_is(Status.ERROR)),
+    ),
 ]
 
 FILLED: dict[str, Callable[[str, int], str]] = {
@@ -480,14 +656,16 @@ def test_timeouts_are_enforced_promptly(pool: Pool) -> None:
 
 
 def test_builtins_tampering_does_not_leak_into_later_calls_of_a_batch(pool: Pool) -> None:
-    program = Program(_src("""
+    program = Program(
+        _src("""
         import builtins
         def f(poison):
             if poison:
                 builtins.sorted = lambda xs: ['poisoned']
                 builtins.len = lambda xs: -1
             return sorted([3, 1, 2]) + [len('ab')]
-    """))
+    """)
+    )
     calls = [parse_call("f(True)"), parse_call("f(False)"), parse_call("f(False)")]
     first, second, third = pool.run_batch(program, calls)
     assert first.matches(["poisoned", -1])
@@ -497,7 +675,8 @@ def test_builtins_tampering_does_not_leak_into_later_calls_of_a_batch(pool: Pool
 
 
 def test_a_thread_left_running_does_not_touch_later_calls(pool: Pool) -> None:
-    program = Program(_src("""
+    program = Program(
+        _src("""
         import threading
         state = []
         def f(start):
@@ -507,7 +686,8 @@ def test_a_thread_left_running_does_not_touch_later_calls(pool: Pool) -> None:
                         state.append(1)
                 threading.Thread(target=meddle, daemon=True).start()
             return len(state) if not start else 'started'
-    """))
+    """)
+    )
     results = pool.run_batch(program, [parse_call("f(True)"), parse_call("f(False)")])
     assert results[0].matches("started")
     assert results[1].matches(0), results[1].describe()

@@ -51,7 +51,7 @@ def test_parse_call_keeps_special_floats() -> None:
     ],
 )
 def test_parse_call_rejects_non_literals_with_a_clear_message(text, fragment) -> None:
-    with pytest.raises(CallSyntaxError, match=".") as info:
+    with pytest.raises(CallSyntaxError) as info:
         parse_call(text)
     assert fragment in str(info.value)
     assert "\n" not in str(info.value)

@@ -107,7 +107,9 @@ def test_random_is_seeded_identically_for_every_call(pool: Pool) -> None:
 
 def test_map_keeps_submission_order_across_workers(pool: Pool) -> None:
     program = Program("import time\ndef f(n, pause):\n    time.sleep(pause)\n    return n")
-    batches = [Batch(program, [parse_call(f"f({n}, {0.05 if n % 3 == 0 else 0})")]) for n in range(12)]
+    batches = [
+        Batch(program, [parse_call(f"f({n}, {0.05 if n % 3 == 0 else 0})")]) for n in range(12)
+    ]
     values = [results[0].parsed_value() for results in pool.map(batches)]
     assert values == list(range(12))
 
@@ -161,4 +163,4 @@ def test_hash_seed_nondeterminism_is_detected() -> None:
     outcomes = run_under_seeds(program, calls, seeds=(0, 1, 2))
     assert nondeterministic_calls(outcomes) == [0]
     assert outcomes[0][1].value == outcomes[1][1].value == "''"
-    assert sorted(outcomes[0][0].parsed_value().split('|')) == sorted(words)
+    assert sorted(outcomes[0][0].parsed_value().split("|")) == sorted(words)

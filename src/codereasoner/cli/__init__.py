@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from codereasoner.cli import demo, run
+from codereasoner.cli import demo, doctor, run
 
 app = typer.Typer(
     name="codereasoner",
@@ -15,6 +15,7 @@ app = typer.Typer(
 )
 run.register(app)
 demo.register(app)
+doctor.register(app)
 
 
 def main() -> None:

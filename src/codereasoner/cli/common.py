@@ -43,9 +43,13 @@ def result_table(result: ExecResult, title: str) -> Table:
     table.add_row("status", f"[{style}]{result.status.value}[/]")
     if result.ok:
         table.add_row("value", result.value or "")
-        table.add_row("type", (result.value_type or "") + ("" if result.is_literal else " (not a literal)"))
+        table.add_row(
+            "type", (result.value_type or "") + ("" if result.is_literal else " (not a literal)")
+        )
     else:
-        table.add_row("exception", f"{result.exception_type or ''}: {result.exception_message or ''}")
+        table.add_row(
+            "exception", f"{result.exception_type or ''}: {result.exception_message or ''}"
+        )
     if result.stdout:
         table.add_row("stdout", result.stdout + (" [truncated]" if result.stdout_truncated else ""))
     if result.stderr:

@@ -67,7 +67,9 @@ def grade(answer_text: str, result_value: object, result_ok: bool) -> tuple[str,
 
 
 def demo_command(
-    out: Annotated[Path | None, typer.Option(help="Also write one JSON record per item here.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Also write one JSON record per item here.")
+    ] = None,
     isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
 ) -> None:
     """Run the built-in demonstration: ground truth in the sandbox, verdicts in the parent."""

@@ -26,10 +26,17 @@ def _parse_seeds(text: str) -> list[int]:
 
 def run_command(
     file: Annotated[Path, typer.Argument(help="Python source file defining the entry point.")],
-    call: Annotated[str, typer.Option("--call", "-c", help="The call, e.g. \"f(1, 'a')\"; arguments must be literals.")],
+    call: Annotated[
+        str,
+        typer.Option(
+            "--call", "-c", help="The call, e.g. \"f(1, 'a')\"; arguments must be literals."
+        ),
+    ],
     timeout: Annotated[float, typer.Option(help="CPU-time limit per call, seconds.")] = 2.0,
     memory_mb: Annotated[int, typer.Option(help="Memory budget per call, MiB.")] = 512,
-    seeds: Annotated[str, typer.Option(help="PYTHONHASHSEED values; several (e.g. 0,1) check determinism.")] = "0",
+    seeds: Annotated[
+        str, typer.Option(help="PYTHONHASHSEED values; several (e.g. 0,1) check determinism.")
+    ] = "0",
     isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:

@@ -1,9 +1,9 @@
 """Sandboxed execution of untrusted Python calls: a pool of warm, isolated fork-server workers.
 
-    from codereasoner.execution import Pool, Program, parse_call
-    with Pool() as pool:
-        result = pool.run(Program("def f(x):\\n    return x * 2"), parse_call("f(21)"))
-        result.matches(42)  # decided here, in the parent
+from codereasoner.execution import Pool, Program, parse_call
+with Pool() as pool:
+    result = pool.run(Program("def f(x):\\n    return x * 2"), parse_call("f(21)"))
+    result.matches(42)  # decided here, in the parent
 """
 
 from codereasoner.execution.call import Call, CallSyntaxError, Program, parse_call

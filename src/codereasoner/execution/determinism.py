@@ -38,7 +38,5 @@ def nondeterministic_calls(outcomes: dict[int, list[ExecResult]]) -> list[int]:
     """Indices of calls whose observable outcome is not the same under every seed."""
     runs = list(outcomes.values())
     return [
-        index
-        for index in range(len(runs[0]))
-        if len({observable(run[index]) for run in runs}) > 1
+        index for index in range(len(runs[0])) if len({observable(run[index]) for run in runs}) > 1
     ]

@@ -50,8 +50,10 @@ class IsolationPlan:
     def description(self) -> str:
         if self.mode == "bubblewrap":
             return "bubblewrap namespaces + seccomp + rlimits, unprivileged uid"
-        return "seccomp + rlimits" + (" + uid drop" if self.unprivileged else "") + (
-            " (fallback: filesystem reads and network namespace not isolated)"
+        return (
+            "seccomp + rlimits"
+            + (" + uid drop" if self.unprivileged else "")
+            + (" (fallback: filesystem reads and network namespace not isolated)")
         )
 
 
@@ -92,7 +94,9 @@ def _hidden_paths(python: str, extra: tuple[str, ...]) -> tuple[str, ...]:
         if keep.startswith(real.rstrip("/") + "/"):
             continue  # never hide the interpreter
         hidden.append(real)
-    return tuple(hidden)
+    return tuple(
+        path for path in hidden if not any(path.startswith(f"{other}/") for other in hidden)
+    )
 
 
 # Not -I: it implies -E, which would ignore PYTHONHASHSEED. The environment is cleared instead.
@@ -152,7 +156,9 @@ def plan_isolation(
     root = os.geteuid() == 0
     problems: list[str] = []
     if mode in ("auto", "bubblewrap"):
-        missing = [tool for tool in ("bwrap", "setpriv" if root else "bwrap") if not shutil.which(tool)]
+        missing = [
+            tool for tool in ("bwrap", "setpriv" if root else "bwrap") if not shutil.which(tool)
+        ]
         if missing:
             problems.append(f"{' and '.join(sorted(set(missing)))} not found on PATH")
         else:
