@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from codereasoner.execution import Batch, Limits, Pool, Program, Status, parse_call
+from codereasoner.execution import Batch, Call, Limits, Pool, Program, Status, parse_call
 from codereasoner.execution.determinism import nondeterministic_calls, run_under_seeds
 
 
@@ -164,3 +164,10 @@ def test_hash_seed_nondeterminism_is_detected() -> None:
     assert nondeterministic_calls(outcomes) == [0]
     assert outcomes[0][1].value == outcomes[1][1].value == "''"
     assert sorted(outcomes[0][0].parsed_value().split("|")) == sorted(words)
+
+
+def test_non_literal_arguments_are_refused_before_anything_runs(pool: Pool) -> None:
+    program = Program("def f(x):\n    return x")
+    with pytest.raises(TypeError):
+        pool.run(program, Call("f", (object(),)))
+    assert pool.run(program, Call("f", (3,))).matches(3)

@@ -265,8 +265,8 @@ class Pool:
                         finished[submitted] = []
                         submitted += 1
                         continue
+                    payload, budget = self._encode(batch)  # may raise: nothing is taken yet
                     worker = self._idle.pop()
-                    payload, budget = self._encode(batch)
                     now = time.monotonic()
                     job = _InFlight(submitted, len(batch.calls), now + budget, now)
                     submitted += 1
