@@ -18,6 +18,7 @@ lint: $(VENV)/.dev
 
 bench: system-deps $(VENV)/.core
 	$(BIN)/python bench/executor.py
+	$(BIN)/python bench/tracer.py
 
 # bubblewrap gives the sandbox its namespaces; without it the engine falls back to seccomp + rlimits.
 system-deps:

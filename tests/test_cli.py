@@ -106,3 +106,28 @@ def test_doctor_checks_containment_with_live_probes(isolation: str) -> None:
     assert done.stdout.count("contained") == 6
     assert "NOT contained" not in done.stdout
     assert ("fallback" in done.stdout) == (isolation == "fallback")
+
+
+def test_trace_shows_steps_values_and_branches(tmp_path: Path) -> None:
+    path = tmp_path / "loop.py"
+    path.write_text(
+        "def f(xs):\n    out = []\n    for x in xs:\n        if x > 1:\n            out.append(x)\n    return out\n"
+    )
+    done = cli("trace", str(path), "--call", "f([1, 5])")
+    assert done.returncode == 0, done.stderr
+    assert "out = [5]" in done.stdout and "True" in done.stdout and "returns [5]" in done.stdout
+    text = cli("trace", str(path), "--call", "f([1, 5])", "--text").stdout
+    assert text.splitlines()[0] == "call f(xs=[1, 5])"
+    assert text.splitlines()[-1] == "return [5]"
+    payload = json.loads(cli("trace", str(path), "--call", "f([1, 5])", "--json").stdout)
+    assert [step["line"] for step in payload["steps"]] == [2, 3, 4, 3, 4, 5, 3, 6]
+    assert payload["partial"] is False
+
+
+def test_trace_of_a_runaway_loop_is_partial_and_exit_1(tmp_path: Path) -> None:
+    path = tmp_path / "spin.py"
+    path.write_text("def f():\n    n = 0\n    while True:\n        n += 1\n")
+    done = cli("trace", str(path), "--call", "f()", "--max-steps", "30", "--json")
+    assert done.returncode == 1
+    payload = json.loads(done.stdout)
+    assert payload["partial_reason"] == "max_steps" and len(payload["steps"]) == 30

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from codereasoner.cli import demo, doctor, run
+from codereasoner.cli import demo, doctor, run, trace
 
 app = typer.Typer(
     name="codereasoner",
@@ -16,6 +16,7 @@ app = typer.Typer(
 run.register(app)
 demo.register(app)
 doctor.register(app)
+trace.register(app)
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ with Pool() as pool:
 
 from codereasoner.execution.call import Call, CallSyntaxError, Program, parse_call
 from codereasoner.execution.pool import Batch, Pool
-from codereasoner.execution.protocol import ExecResult, Limits, Status
+from codereasoner.execution.protocol import ExecResult, Limits, Status, TraceOptions
 from codereasoner.execution.sandbox import IsolationPlan, SandboxUnavailable, plan_isolation
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "Program",
     "SandboxUnavailable",
     "Status",
+    "TraceOptions",
     "parse_call",
     "plan_isolation",
 ]

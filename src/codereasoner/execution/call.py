@@ -23,10 +23,17 @@ class CallSyntaxError(ValueError):
 
 @dataclass(frozen=True)
 class Program:
-    """Python source defining an entry point (a function, or ``Solution().method``)."""
+    """Python source defining an entry point (a function, or ``Solution().method``).
+
+    ``preamble`` runs before the source and ``epilogue`` after it, in the same namespace, but
+    neither is traced nor counted in line numbers: use them for context a benchmark supplies
+    (``from typing import *``) and for drivers (a test method, a call built from an expression).
+    """
 
     source: str
     entry: str = "f"
+    preamble: str = ""
+    epilogue: str = ""
 
     def __post_init__(self) -> None:
         check_entry(self.entry)

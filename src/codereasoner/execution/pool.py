@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from codereasoner.execution.call import Call, Program
-from codereasoner.execution.protocol import ExecResult, Limits
+from codereasoner.execution.protocol import ExecResult, Limits, TraceOptions
 from codereasoner.execution.sandbox import (
     IsolationPlan,
     SandboxUnavailable,
@@ -49,6 +49,7 @@ class Batch:
     program: Program
     calls: Sequence[Call]
     limits: Limits | None = None
+    trace: TraceOptions | None = None
 
 
 class _Worker:
@@ -241,8 +242,11 @@ class Pool:
         job = {
             "id": self._next_job,
             "source": batch.program.source,
+            "preamble": batch.program.preamble,
+            "epilogue": batch.program.epilogue,
             "calls": [call.wire() for call in batch.calls],
             "limits": limits.wire(),
+            "trace": batch.trace.wire() if batch.trace else None,
         }
         budget = len(batch.calls) * (limits.effective_wall_timeout_s + 0.5) + _GRACE_S
         return json.dumps(job).encode() + b"\n", budget

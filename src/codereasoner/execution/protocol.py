@@ -55,6 +55,27 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class TraceOptions:
+    """Ask for an execution trace of each call (see :mod:`codereasoner.trace`)."""
+
+    max_steps: int = 10_000
+    max_value_chars: int = 200
+    max_trace_chars: int = 2_000_000
+    # At a cap the trace is marked partial; by default the call then ends (status
+    # output_limit). With finish_untraced the call runs on untraced to get its result.
+    finish_untraced: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {self.max_steps!r}")
+        if self.max_value_chars < 16:
+            raise ValueError(f"max_value_chars must be at least 16, got {self.max_value_chars!r}")
+
+    def wire(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class ExecResult:
     """The outcome of one call."""
 
@@ -71,6 +92,7 @@ class ExecResult:
     cpu_ms: float = 0.0
     max_rss_kb: int = 0
     latency_ms: float = 0.0  # parent-measured, dispatch to answer, for the whole batch
+    trace: dict[str, Any] | None = None  # the tracer's wire form, when tracing was asked for
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -118,6 +140,7 @@ class ExecResult:
             wall_ms=float(raw.get("wall_ms", 0.0)),
             cpu_ms=float(raw.get("cpu_ms", 0.0)),
             max_rss_kb=int(raw.get("max_rss_kb", 0)),
+            trace=raw.get("trace"),
         )
 
     @classmethod

@@ -29,6 +29,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 STAGED_FILES: dict[str, Path] = {
     "worker.py": _PACKAGE_DIR / "execution" / "sandboxed" / "worker.py",
     "seccomp_filter.py": _PACKAGE_DIR / "execution" / "sandboxed" / "seccomp_filter.py",
+    "tracer.py": _PACKAGE_DIR / "execution" / "sandboxed" / "tracer.py",
     "values.py": _PACKAGE_DIR / "values.py",
 }
 

@@ -37,6 +37,8 @@ _MAX_RESULT_LINE = 8 << 20
 # A child that stops on purpose after reporting (output flood, a thread outliving its call) exits
 # with this code so the worker starts a fresh child for the calls that remain.
 _EXIT_RESTART = 75
+# Source parts of a job, run in this order in one namespace; only "<program>" is traced.
+_PARTS = {"preamble": "<preamble>", "source": "<program>", "epilogue": "<epilogue>"}
 
 
 class _OutputLimit(Exception):
@@ -217,7 +219,9 @@ class _Child:
     def run(self) -> None:
         job = self.job
         try:
-            code = compile(job["source"], "<program>", "exec")
+            # The preamble and epilogue run in the program's namespace but are not traced.
+            codes = [compile(job.get(part) or "", filename, "exec")
+                     for part, filename in _PARTS.items()]  # fmt: skip
         except BaseException as exc:
             for index in range(self.start, len(job["calls"])):
                 self.index = index
@@ -235,16 +239,17 @@ class _Child:
             self.stderr.parts.clear()
             self.stderr.size = 0
             sys.stdout, sys.stderr = self.stdout, self.stderr
-            self.send(self._run_call(code, call))
+            self.send(self._run_call(codes, call))
             guard.restore()
             sys.stdout, sys.stderr = self.stdout, self.stderr
             if len(os.listdir("/proc/self/task")) > 1:
                 os._exit(_EXIT_RESTART)  # a thread outlived its call
 
-    def _run_call(self, code, call: dict) -> dict:
+    def _run_call(self, codes: list, call: dict) -> dict:
         namespace = {"__name__": "__main__", "__builtins__": builtins}
         try:
-            exec(code, namespace)
+            for code in codes:
+                exec(code, namespace)
         except BaseException as exc:
             return self._error(exc)
         try:
@@ -256,10 +261,35 @@ class _Child:
                 result["exc_message"] = f"{call['entry']}: {result['exc_message']}"
             return result
         try:
-            value = function(*values.parse(call["args"]), **values.parse(call["kwargs"]))
+            args, kwargs = values.parse(call["args"]), values.parse(call["kwargs"])
         except BaseException as exc:
             return self._error(exc)
-        return self._render(value)
+        options = self.job.get("trace")
+        if options is None:
+            try:
+                value = function(*args, **kwargs)
+            except BaseException as exc:
+                return self._error(exc)
+            return self._render(value)
+        import tracer
+
+        options = dict(options)
+        on_overflow = None if options.pop("finish_untraced", False) else self._trace_overflow
+        traced = tracer.Tracer(source=self.job["source"], on_overflow=on_overflow, **options)
+        try:
+            traced.call(function, args, kwargs)
+        except BaseException as exc:
+            result = self._error(exc)
+        else:
+            result = self._render(traced.value)
+        result["trace"] = traced.last
+        return result
+
+    def _trace_overflow(self, trace: dict) -> None:
+        # The program could catch an exception raised to stop it, so the child ends here.
+        self.send({"status": "output_limit", "exc_type": None, "trace": trace,
+                   "exc_message": f"trace stopped early ({trace['partial_reason']})"})  # fmt: skip
+        os._exit(_EXIT_RESTART)
 
     def _error(self, exc: BaseException) -> dict:
         status = "memory" if isinstance(exc, MemoryError) else "error"
@@ -452,7 +482,9 @@ class Worker:
             os.close(read_fd)
             _kill_group(pid)
             _, wait_status, usage = os.wait4(pid, 0)
-        restart = results and os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == _EXIT_RESTART
+        restart = (
+            results and os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == _EXIT_RESTART
+        )
         if failure is None and start + len(results) < total and not restart:
             failure = _classify_exit(wait_status)
         if failure is not None and start + len(results) < total:
@@ -507,7 +539,7 @@ def _classify_exit(wait_status: int) -> dict:
 _RESULT_FIELDS = {
     "value": (str, type(None)), "type": (str, type(None)), "literal": (bool,),
     "exc_type": (str, type(None)), "exc_message": (str, type(None)), "stdout": (str,),
-    "stderr": (str,), "stdout_truncated": (bool,), "max_rss_kb": (int,),
+    "stderr": (str,), "stdout_truncated": (bool,), "max_rss_kb": (int,), "trace": (dict,),
 }  # fmt: skip
 
 

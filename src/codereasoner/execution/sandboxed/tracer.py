@@ -1,0 +1,1296 @@
+"""Exact line tracer: the ground truth for every intermediate state of one call.
+
+Runs inside the sandboxed child, where it is imported as a flat module: standard library and the
+flat ``values`` module only, no module-level side effects.
+
+Only code objects whose ``co_filename`` equals ``filename`` are traced; pass the program's
+``source`` so that loops and conditions can be read from its AST. ``Tracer.call`` returns the
+trace in its wire form, a JSON-serialisable dict::
+
+    {"steps": [...], "return": str | None, "return_literal": bool,
+     "exception": {"type": str, "message": str} | None,
+     "partial": bool, "partial_reason": str | None, "events": int}
+
+(``events``: trace callbacks handled for traced frames, line events included) with one step per
+``line`` event of a traced frame::
+
+    {"line": 1-based line, "frame": co_qualname, "fid": frame instance (0 = the entry; numbered
+     in order of first appearance), "depth": traced call depth (0 = the entry),
+     "loops": [[loop_line, iteration], ...] (tuples until serialised), outermost first,
+     and only when they apply: "changes", "args", "cond", "ret", "yield", "exc"}
+
+Policies:
+
+* After-line: a line event fires *before* its line runs. ``changes`` ({name: text}, absent when
+  empty) are the locals whose rendered value differs at the *next* event of the same frame (its
+  next line, return, yield or exception): "line N ran; afterwards these had changed". Effects of
+  callees that ran during the line are included. A text of ``None`` means the name was deleted.
+  After a generator resumes, the changes up to its next line event are merged into the step of
+  the line that yielded (that line finishes only then).
+* ``args``: the first step of every new frame carries the locals at entry (arguments and
+  closure variables); its ``changes`` never repeat them.
+* ``ret`` / ``yield``: the rendered value on the step that returned or yielded; ``exc``: the type
+  name of an exception raised on (or propagating through) that step.
+* ``cond``, on the step where an ``if``/``elif``/``while`` test starts: True if the next line of
+  that frame is in the statement's body, False if it is elsewhere or the frame returns; absent if
+  the test raised and for one-line ``while`` loops. A one-line ``if test: body`` is decided from
+  opcode events (3.11); 3.12+ may deliver none, and then only a body that returns is decided.
+* ``loops``: iteration k starts at the k-th arrival at the loop's header (3.11 also reports the
+  line of ``while True`` on every pass; if the compiler drops it, the top of the body counts).
+  The check that leaves the loop belongs to the last iteration; a loop entered anew restarts at
+  1. On 3.11 comprehensions are frames of their own, whose ``for`` clauses count the same way
+  (line of each clause); 3.12+ inline them (PEP 709) and do not count their iterations.
+* Multi-line statements: Python reports a line event each time execution moves to another line
+  of the statement, so one statement can give several steps.
+* Values: ``values.render(v, max_chars=max_value_chars)``. A value that is not a plain literal is
+  shown as ``<TypeName object>`` (no user ``__repr__`` ever runs); a container with more items
+  than could fit, or whose text is too long, as ``<list of 5000 items, too large>``; a long str or
+  bytes as ``<str of 5000 chars, too large>``; any other oversized value as ``<int, too large>``.
+  Locals named ``.0`` and the implicit ``__class__`` cell are left out.
+* Exactness: any change of a rendered text is reported. Rebinding is found by identity, using
+  the names the line's bytecode can store to; containers are re-checked with a ``marshal``
+  fingerprint (C code that never calls user methods) after any line whose bytecode can mutate a
+  container, and after any Python-level call. Not seen in time: mutations by C callbacks hidden
+  in an iterator that ``for``, unpacking or ``in`` consumes (``for _ in map(xs.append, ys)``),
+  and by finalizers that run inside the tracer; they appear at the frame's next full check.
+* Exceptions: if the traced function raises, ``call`` records it and re-raises it; the trace is
+  then in ``Tracer.last``. Messages are only rendered for builtin ``__str__`` and literal args.
+* Caps: past ``max_steps`` steps or ``max_trace_chars`` (an estimate of the JSON size, checked
+  every 64 steps) the trace is marked partial and ``on_overflow(trace)`` is called; the sandbox
+  passes a callback that writes the trace and calls ``os._exit`` (a program can catch exceptions
+  raised by a tracer). If it returns, or there is none, tracing stops and the call finishes
+  untraced. A program that removes the tracer (``sys.settrace(None)``, ``frame.f_trace = None``)
+  or makes the tracer fail yields ``tracer_removed`` / ``tracer_error: ...``.
+* Side effects on the program: reading ``f_locals`` (3.11) makes ``locals()`` list names in the
+  order they were first bound; the collector's first threshold is raised tenfold during the call
+  so that the trace's own allocations do not make it run more often than in a plain run.
+"""
+
+from __future__ import annotations
+
+import ast
+import dis
+import gc
+import marshal
+import sys
+import types
+from collections.abc import Callable, Collection
+from itertools import repeat
+from math import isfinite
+
+import values
+
+__all__ = ["TraceOverflow", "Tracer"]
+
+_STORE = 1  # the code may rebind or delete a local
+_MUTATE = 2  # the code may mutate a container without starting a Python frame
+_INPLACE = 4  # `name += ...`: may mutate the object bound to that name
+_FULL = 8  # diff everything (after an exception, a return, a resume)
+_HARD = _MUTATE | _FULL
+_FULL_POINT = (_FULL, (), ())
+_NO_POINT = (0, (), ())
+_MISSING = object()
+_STEP_CHARS = 90  # estimated JSON size of a step without its changes
+_SIZE_CHECK_EVERY = 64  # steps between two checks of the trace size
+_SMALL = 10**15  # ints below this render as repr() (16 chars at most; max_value_chars >= 16)
+_NEG_SMALL = -_SMALL
+
+_FOR, _WHILE, _FOREVER = 0, 1, 2
+_INPLACE_FIRST = 13  # BINARY_OP arguments from here on are the in-place (+=, |=, ...) forms
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Opcodes that cannot rebind a local nor mutate a container without starting a Python frame
+# (which the tracer sees). Everything not listed is treated as possibly mutating.
+_CLEAN_OPS = _names(
+    """NOP RESUME CACHE EXTENDED_ARG POP_TOP PUSH_NULL COPY SWAP END_FOR END_SEND LOAD_FAST
+    LOAD_FAST_CHECK LOAD_FAST_LOAD_FAST LOAD_CONST RETURN_CONST LOAD_SMALL_INT
+    LOAD_DEREF LOAD_CLOSURE LOAD_CLASSDEREF LOAD_FROM_DICT_OR_DEREF LOAD_FROM_DICT_OR_GLOBALS
+    MAKE_CELL COPY_FREE_VARS LOAD_GLOBAL LOAD_NAME LOAD_ATTR LOAD_METHOD LOAD_SUPER_ATTR
+    LOAD_ASSERTION_ERROR LOAD_BUILD_CLASS LOAD_LOCALS UNARY_POSITIVE UNARY_NEGATIVE UNARY_NOT
+    UNARY_INVERT TO_BOOL COMPARE_OP IS_OP CONTAINS_OP BINARY_SUBSCR BINARY_SLICE BUILD_LIST
+    BUILD_TUPLE BUILD_MAP BUILD_SET BUILD_CONST_KEY_MAP BUILD_STRING BUILD_SLICE LIST_TO_TUPLE
+    LIST_APPEND SET_ADD MAP_ADD LIST_EXTEND SET_UPDATE DICT_UPDATE DICT_MERGE FORMAT_VALUE
+    FORMAT_SIMPLE FORMAT_WITH_SPEC CONVERT_VALUE GET_ITER FOR_ITER UNPACK_SEQUENCE UNPACK_EX
+    GET_LEN MATCH_CLASS MATCH_MAPPING MATCH_SEQUENCE MATCH_KEYS JUMP_FORWARD JUMP_BACKWARD
+    JUMP_BACKWARD_NO_INTERRUPT JUMP_NO_INTERRUPT JUMP JUMP_IF_FALSE_OR_POP JUMP_IF_TRUE_OR_POP
+    RETURN_VALUE YIELD_VALUE RETURN_GENERATOR GET_YIELD_FROM_ITER SEND KW_NAMES PRECALL
+    RAISE_VARARGS RERAISE PUSH_EXC_INFO POP_EXCEPT CHECK_EXC_MATCH CHECK_EG_MATCH
+    PREP_RERAISE_STAR CLEANUP_THROW MAKE_FUNCTION SET_FUNCTION_ATTRIBUTE SETUP_ANNOTATIONS
+    ASYNC_GEN_WRAP NOT_TAKEN POP_ITER"""
+)
+_STORE_OPS = _names(
+    """STORE_FAST STORE_FAST_LOAD_FAST STORE_FAST_STORE_FAST STORE_FAST_MAYBE_NULL DELETE_FAST
+    LOAD_FAST_AND_CLEAR
+    STORE_DEREF DELETE_DEREF STORE_NAME DELETE_NAME STORE_GLOBAL DELETE_GLOBAL"""
+)
+_NAME_STORES = frozenset({"STORE_FAST", "STORE_DEREF", "STORE_NAME", "STORE_GLOBAL"})
+_COMPREHENSIONS = {
+    "<listcomp>": ast.ListComp,
+    "<setcomp>": ast.SetComp,
+    "<dictcomp>": ast.DictComp,
+    "<genexpr>": ast.GeneratorExp,
+}
+_ATOMS = (int, float, str, bytes, bool, complex, type(None))
+_SIZED = (list, tuple, dict, set, frozenset)
+_MUTABLE = (list, dict, set)
+_EMPTY: tuple = ()
+_NONE_TYPE = type(None)
+_get = dict.get
+
+# Entry layout for one tracked local: [value, text, kind, extra].
+_ID, _FOREIGN, _FP = 0, 1, 2  # identity only / identity + type / marshal fingerprint
+
+
+class TraceOverflow(Exception):
+    """Raised inside the tracer to abandon tracing once a cap is reached."""
+
+
+# ---------------------------------------------------------------------------------------
+# Static analysis: the AST of the source and the bytecode of each traced code object
+# ---------------------------------------------------------------------------------------
+
+
+class _Loop:
+    __slots__ = (
+        "body_hi", "body_lo", "col", "head_hi", "head_lo", "hi", "inline", "kind", "line", "lo",
+    )  # fmt: skip
+
+    def __init__(self, node: ast.For | ast.AsyncFor | ast.While) -> None:
+        body = node.body
+        self.line = node.lineno
+        self.col = node.col_offset
+        self.lo = node.lineno
+        self.body_lo = body[0].lineno
+        self.body_hi = self.hi = max(node.lineno, _end(body[-1]))
+        if isinstance(node, ast.While):
+            constant = isinstance(node.test, ast.Constant) and bool(node.test.value)
+            self.kind = _FOREVER if constant else _WHILE
+            self.head_lo, self.head_hi = node.test.lineno, _end(node.test)
+        else:
+            self.kind = _FOR
+            self.head_lo = node.lineno
+            self.head_hi = max(_end(node.target), _end(node.iter))
+        self.head_lo = min(self.head_lo, node.lineno)
+        self.inline = self.body_lo <= self.head_hi
+
+
+class _Test:
+    __slots__ = ("body_hi", "body_lo", "body_span", "hi", "inline", "lo")
+
+    def __init__(self, node: ast.If | ast.While) -> None:
+        body = node.body
+        self.lo, self.hi = node.test.lineno, _end(node.test)
+        self.body_lo, self.body_hi = body[0].lineno, _end(body[-1])
+        self.inline = self.body_lo <= self.hi
+        self.body_span = (
+            (body[0].lineno, body[0].col_offset),
+            (_end(body[-1]), body[-1].end_col_offset or 0),
+        )
+
+
+def _end(node: ast.AST) -> int:
+    end = getattr(node, "end_lineno", None)
+    return end if end is not None else node.lineno  # type: ignore[attr-defined]
+
+
+class _Scope:
+    """Loops and tests of one scope (function, class body, lambda, module, comprehension)."""
+
+    __slots__ = ("comp_lines", "loops_at", "special", "tests")
+
+    def __init__(self, node: ast.AST | None) -> None:
+        self.loops_at: dict[int, tuple[_Loop, ...]] = {}
+        self.special: frozenset[int] = frozenset()
+        self.tests: dict[int, _Test] = {}
+        self.comp_lines: list[int] = []
+        if node is None:
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            self.comp_lines = [gen.target.lineno for gen in node.generators]
+            return
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            enclosing: dict[int, list[_Loop]] = {}
+            special: set[int] = set()
+            self._walk(body, enclosing, special)
+            shared: dict[tuple[int, ...], tuple[_Loop, ...]] = {}
+            for line, loops in enclosing.items():
+                # One tuple object per distinct nest, so the per-event check is an `is` test.
+                key = tuple(id(loop) for loop in loops)
+                self.loops_at[line] = shared.setdefault(key, tuple(loops))
+            self.special = frozenset(special)
+
+    def _walk(
+        self, body: list[ast.stmt], enclosing: dict[int, list[_Loop]], special: set[int]
+    ) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+                loop = _Loop(stmt)
+                for line in range(loop.lo, loop.hi + 1):
+                    enclosing.setdefault(line, []).append(loop)
+                special.update(range(loop.head_lo, loop.head_hi + 1))
+                if loop.kind == _FOREVER:
+                    special.add(loop.body_lo)
+                if isinstance(stmt, ast.While) and not (loop.kind == _WHILE and loop.inline):
+                    self._add_test(_Test(stmt))
+            elif isinstance(stmt, ast.If):
+                self._add_test(_Test(stmt))
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    self._walk(inner, enclosing, special)
+            for handler in getattr(stmt, "handlers", ()):
+                self._walk(handler.body, enclosing, special)
+            for case in getattr(stmt, "cases", ()):
+                self._walk(case.body, enclosing, special)
+
+    def _add_test(self, test: _Test) -> None:
+        for line in range(test.lo, test.hi + 1):
+            self.tests.setdefault(line, test)
+
+
+class _Source:
+    """Scope nodes of the traced source, found by (code name, first line)."""
+
+    def __init__(self, source: str | None) -> None:
+        self.nodes: dict[tuple[str, int], list[ast.AST]] = {}
+        self.scopes: dict[int, _Scope] = {}
+        if source is None:
+            return
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return
+        self._add(("<module>", 1), tree)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                self._add((node.name, first), node)
+            elif isinstance(node, ast.Lambda):
+                self._add(("<lambda>", node.lineno), node)
+            else:
+                for name, kind in _COMPREHENSIONS.items():
+                    if type(node) is kind:
+                        self._add((name, node.lineno), node)
+
+    def _add(self, key: tuple[str, int], node: ast.AST) -> None:
+        self.nodes.setdefault(key, []).append(node)
+
+    def scope(self, code: types.CodeType) -> _Scope:
+        candidates = self.nodes.get((code.co_name, code.co_firstlineno), [])
+        node = candidates[0] if candidates else None
+        if len(candidates) > 1:
+            columns = {p[2] for p in code.co_positions() if p[0] == code.co_firstlineno}
+            for candidate in candidates:
+                if getattr(candidate, "col_offset", None) in columns:
+                    node = candidate
+                    break
+        key = id(node)
+        if key not in self.scopes:
+            self.scopes[key] = _Scope(node)
+        return self.scopes[key]
+
+
+class _CodeInfo:
+    """Everything the per-event code needs about one traced code object, computed once."""
+
+    __slots__ = (
+        "code", "comp", "fiter", "inline_offsets", "loop_lines", "loops_at",
+        "ops", "qualname", "recs", "returns", "special", "tests", "yields",
+    )  # fmt: skip
+
+    def __init__(self, code: types.CodeType, scope: _Scope) -> None:
+        self.code = code
+        self.qualname: str = getattr(code, "co_qualname", code.co_name)
+        self.loops_at = scope.loops_at
+        self.special = scope.special
+        self.tests = scope.tests
+        self.inline_offsets: dict[int, frozenset[int]] = {}
+        self.ops: list[tuple[int, int | None, int, str | None]] = []  # offset, line, flag, name
+        self.recs: dict[int, tuple] = {}
+        self.returns: set[int] = set()
+        self.yields: set[int] = set()
+        fiters: list[tuple[int, int, int | None]] = []  # offset, line, column
+        instructions = list(dis.get_instructions(code))
+        for position, ins in enumerate(instructions):
+            line = ins.positions.lineno if ins.positions is not None else None
+            name = ins.opname
+            target = None
+            if name in _CLEAN_OPS or name.startswith("POP_JUMP_"):
+                flag = 0
+            elif name in _STORE_OPS:
+                flag = _STORE
+                target = ins.argval if type(ins.argval) is str else None
+            elif name == "BINARY_OP" and ins.arg is not None and ins.arg < _INPLACE_FIRST:
+                flag = 0
+            elif (
+                name == "BINARY_OP"
+                and position + 1 < len(instructions)
+                and (instructions[position + 1].opname in _NAME_STORES)
+            ):
+                # `name += ...` mutates at most the object bound to that name.
+                flag = _INPLACE
+                target = instructions[position + 1].argval
+            else:
+                flag = _MUTATE
+            self.ops.append((ins.offset, line, flag, target))
+            if name in ("RETURN_VALUE", "RETURN_CONST"):
+                self.returns.add(ins.offset)
+            elif name == "YIELD_VALUE":
+                self.yields.add(ins.offset)
+                if position + 1 < len(instructions):  # where 3.13 reports a yield
+                    self.yields.add(instructions[position + 1].offset)
+            elif name == "FOR_ITER":
+                column = ins.positions.col_offset if ins.positions is not None else None
+                fiters.append((ins.offset, line or 0, column))
+        self.comp = code.co_name in _COMPREHENSIONS
+        # FOR_ITER offset -> loop: the _Loop of a `for` statement, or the index of a
+        # comprehension's `for` clause.
+        self.fiter: dict[int, object] = {}
+        self.loop_lines: list[int] = []
+        if self.comp:
+            lines = scope.comp_lines
+            for index, (offset, line, _) in enumerate(fiters):
+                self.fiter[offset] = index
+                self.loop_lines.append(lines[index] if index < len(lines) else line)
+        else:
+            for offset, line, column in fiters:
+                for loop in self.loops_at.get(line, ()):
+                    # The column tells a `for` statement from a comprehension inlined (3.12+)
+                    # on its header line.
+                    if loop.kind == _FOR and loop.line == line and column in (loop.col, None):
+                        self.fiter[offset] = loop
+
+    def point(self, offset: int, line: int) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+        """What the code run after a line event at ``offset`` may do, until the next event.
+
+        Returns (flags, names it may rebind, names it may update in place with ``+=``).
+        Without a backward jump (which fires an event) execution stays on instructions of the
+        same line, or without a line, at offsets from ``offset`` on.
+        """
+        flags = 0
+        stores: list[str] = []
+        inplace: list[str] = []
+        for op_offset, op_line, flag, target in self.ops:
+            if flag and (op_line is None or (op_offset >= offset and op_line == line)):
+                flags |= flag
+                if target is not None:
+                    (inplace if flag == _INPLACE else stores).append(target)
+                elif flag == _STORE:
+                    flags |= _FULL
+        if inplace:
+            flags |= _STORE
+            stores.extend(inplace)
+        return (flags, tuple(dict.fromkeys(stores)), tuple(dict.fromkeys(inplace)))
+
+    def record(self, offset: int, line: int) -> tuple:
+        """Everything static about a line event at ``offset``: (point, enclosing loops,
+        whether loop counting must look closer, the if/while test starting here)."""
+        enc = self.loops_at.get(line, _EMPTY)
+        # A `for` loop whose next iteration this event may start (the fast path of
+        # count_loops) and its index in the enclosing loops.
+        target = None if self.comp else self.fiter.get(offset)
+        rec = (
+            self.point(offset, line),
+            enc,
+            self.comp or line in self.special,
+            self.tests.get(line),
+            target,
+            len(enc) - 1,
+        )
+        self.recs[offset] = rec
+        return rec
+
+    def body_offsets(self, test: _Test) -> frozenset[int]:
+        """Bytecode offsets of the body of a one-line ``if`` (by source position)."""
+        key = id(test)
+        found = self.inline_offsets.get(key)
+        if found is None:
+            start, end = test.body_span
+            found = frozenset(
+                ins.offset
+                for ins in dis.get_instructions(self.code)
+                if ins.positions is not None
+                and ins.positions.lineno is not None
+                and ins.positions.col_offset is not None
+                and start <= (ins.positions.lineno, ins.positions.col_offset) < end
+            )
+            self.inline_offsets[key] = found
+        return found
+
+
+# ---------------------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------------------
+
+
+class _Renderer:
+    __slots__ = ("bound", "max_chars")
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        # A container with more items than this cannot render within max_chars (>= 3 chars each).
+        self.bound = max_chars // 3
+
+    def text(self, value: object) -> str:
+        """The rendered text of a value (never runs user code)."""
+        kind = type(value)
+        max_chars = self.max_chars
+        if kind is int:
+            if _NEG_SMALL < value < _SMALL:  # type: ignore[operator]
+                text = repr(value)
+                if len(text) <= max_chars:
+                    return text
+        elif kind is str or kind is bytes:
+            if len(value) + 2 <= max_chars:  # type: ignore[arg-type]
+                text = repr(value)
+                if len(text) <= max_chars:
+                    return text
+            return f"<{kind.__name__} of {len(value)} chars, too large>"  # type: ignore[arg-type]
+        elif value is None or kind is bool:
+            return repr(value)
+        elif kind is float:
+            if value == value and value not in (float("inf"), float("-inf")):
+                text = repr(value)
+                if len(text) <= max_chars:
+                    return text
+        elif kind in _SIZED:
+            if len(value) > self.bound:  # type: ignore[arg-type]
+                return f"<{kind.__name__} of {len(value)} items, too large>"  # type: ignore[arg-type]
+            if (kind is list or kind is tuple or kind is dict) and _reprable(
+                value, max_chars, 0
+            ) >= 0:
+                # Only builtin atoms inside: the C repr is the canonical rendering, and fast.
+                text = repr(value)
+                if len(text) <= max_chars:
+                    return text
+        try:
+            return values.render(value, max_chars=max_chars)
+        except values.NotALiteral:
+            return f"<{values.type_name(value)} object>"
+        except (values.RenderLimitExceeded, RecursionError, MemoryError):
+            if kind in _SIZED:
+                return f"<{kind.__name__} of {len(value)} items, too large>"  # type: ignore[arg-type]
+            return f"<{values.type_name(value)}, too large>"
+
+
+def _reprable(value: object, budget: int, depth: int) -> int:
+    """Budget left after ``value`` if ``repr(value) == values.render(value)``, else -1.
+
+    True for lists, tuples and dicts nested at most 20 deep that hold only ints below
+    ``_SMALL``, finite floats, str, bytes, bool and None (their C reprs run no user code). Sets
+    are excluded: values.render sorts them, repr does not. The budget is a lower bound on the
+    length of the text, so a negative result also means "too long to bother".
+    """
+    kind = type(value)
+    if kind is list or kind is tuple:
+        if depth > 20:
+            return -1
+        return _items_reprable(value, budget - 2, depth)  # type: ignore[arg-type]
+    if kind is dict:
+        if depth > 20:
+            return -1
+        budget = _items_reprable(value, budget - 2, depth)  # type: ignore[arg-type]
+        if budget < 0:
+            return -1
+        return _items_reprable(value.values(), budget, depth)  # type: ignore[attr-defined]
+    return -1
+
+
+def _items_reprable(items: Collection, budget: int, depth: int) -> int:
+    """``_reprable`` for the items of a container (or the keys or values of a dict)."""
+    kinds = set(map(type, items))
+    if len(kinds) == 1:
+        # Items of one type (the common case): checked by C loops.
+        kind = kinds.pop()
+        if kind is int:
+            if min(items) <= _NEG_SMALL or max(items) >= _SMALL:
+                return -1
+            return budget - 3 * len(items)
+        if kind is str or kind is bytes:
+            return budget - 4 * len(items) - sum(map(len, items))
+        if kind is float:
+            # Finite floats have a finite sum (unless it overflows: then the slow way).
+            return budget - 5 * len(items) if isfinite(sum(items)) else -1
+        if kind is bool or kind is _NONE_TYPE:
+            return budget - 6 * len(items)
+    for item in items:
+        item_kind = type(item)
+        if item_kind is int:
+            if not _NEG_SMALL < item < _SMALL:  # type: ignore[operator]
+                return -1
+            budget -= 3
+        elif item_kind is str or item_kind is bytes:
+            budget -= len(item) + 4  # type: ignore[arg-type]
+        elif item is None or item_kind is bool:
+            budget -= 6
+        elif item_kind is float:
+            if item - item != 0.0:  # type: ignore[operator]  # nan or inf
+                return -1
+            budget -= 5
+        else:
+            budget = _reprable(item, budget, depth + 1)
+        if budget < 0:
+            return -1
+    return budget
+
+
+def _template(qual: str, fid: int, depth: int) -> dict:
+    """The fields every step of a frame starts with, copied (``dict.copy``) for each step.
+
+    Built with room for the optional keys: a copy keeps the template's table size, so adding
+    ``changes`` or ``cond`` to a step does not resize it.
+    """
+    template = {"line": 0, "frame": qual, "fid": fid, "depth": depth, "loops": _EMPTY,
+                "changes": None}  # fmt: skip
+    del template["changes"]
+    return template
+
+
+def _changes(step: dict) -> dict:
+    changes = step.get("changes")
+    if changes is None:
+        changes = step["changes"] = {}
+    return changes
+
+
+def _fingerprint(value: object) -> bytes | None:
+    try:
+        return marshal.dumps(value, 2)
+    except (ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _deep_immutable(value: object) -> bool:
+    kind = type(value)
+    if kind in _ATOMS:
+        return True
+    if kind is tuple or kind is frozenset:
+        return all(_deep_immutable(item) for item in value)  # type: ignore[attr-defined]
+    return False
+
+
+def _exception_info(exc: BaseException) -> dict[str, str]:
+    """Type name and message of an exception, without running code the program defined."""
+    name = values.type_name(exc)
+    try:
+        args = BaseException.args.__get__(exc)  # type: ignore[attr-defined]
+        mro = type.__dict__["__mro__"].__get__(type(exc))
+        owner = next(klass for klass in mro if "__str__" in klass.__dict__)
+        if owner.__module__ == "builtins" and all(
+            type(arg) in _ATOMS or _literal(arg) for arg in args
+        ):
+            return {"type": name, "message": str(exc)[:2000]}
+    except Exception:
+        pass
+    return {"type": name, "message": f"<{name} with non-literal arguments>"}
+
+
+def _literal(value: object) -> bool:
+    try:
+        values.render(value, max_chars=2000)
+    except Exception:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+# Per-frame state and the event handlers
+# ---------------------------------------------------------------------------------------
+
+
+class _Frame:
+    """Trace state of one frame instance; its bound ``local`` is the frame's ``f_trace``."""
+
+    __slots__ = (
+        "cond_step", "cond_test", "counts", "depth", "enc", "fid", "fn", "info", "inline_offs",
+        "inline_seen", "inline_step", "line", "loops", "max_chars", "off", "point", "qual",
+        "raised", "recs", "rev_index", "rev_loop", "rev_more", "rev_step", "snap", "step",
+        "template", "tr", "watch",
+    )  # fmt: skip
+
+    def __init__(self, tr: Tracer, info: _CodeInfo, depth: int) -> None:
+        self.tr = tr
+        self.info = info
+        self.qual = info.qualname
+        self.max_chars = tr.render.max_chars
+        self.fid = tr.next_fid
+        tr.next_fid += 1
+        self.depth = depth
+        self.snap: dict[str, list] = {}
+        self.watch: dict[str, list] = {}
+        self.step: dict | None = None
+        self.line = -1
+        self.off = -1
+        self.point: tuple = _FULL_POINT
+        self.counts: dict[object, int] = {}
+        self.enc: tuple = _EMPTY
+        self.loops: tuple = _EMPTY
+        self.cond_test: _Test | None = None
+        self.cond_step: dict | None = None
+        self.rev_loop: object = None
+        self.rev_index = 0
+        self.rev_step: dict | None = None
+        self.rev_more: list | None = None
+        self.inline_step: dict | None = None
+        self.inline_offs: frozenset[int] = frozenset()
+        self.inline_seen = False  # an opcode event arrived (3.12 may not deliver any)
+        self.raised = False  # an exception reached this frame since its last line event
+        self.template = _template(self.qual, self.fid, depth)
+        self.recs = info.recs
+        self.fn = self.local
+
+    # -- locals ------------------------------------------------------------------------------
+
+    def entry(self, value: object) -> list:
+        """A tracking entry [value, text, kind, extra] for a freshly bound value."""
+        kind = type(value)
+        render = self.tr.render
+        text = render.text(value)
+        if kind in _ATOMS:
+            return [value, text, _ID, None]
+        if kind in _MUTABLE or kind is tuple or kind is frozenset:
+            if (kind is tuple or kind is frozenset) and _deep_immutable(value):
+                return [value, text, _ID, None]
+            size = len(value)  # type: ignore[arg-type]
+            return [value, text, _FP, size if size > render.bound else _fingerprint(value)]
+        return [value, text, _FOREIGN, kind]
+
+    def bind(self, name: str, value: object, old: list | None, step: dict) -> None:
+        """Track a new binding of ``name`` (``_MISSING``: deleted) and record any change."""
+        snap = self.snap
+        if value is _MISSING:
+            if old is None:
+                return
+            del snap[name]
+            self.watch.pop(name, None)
+            text = None
+        else:
+            entry = snap[name] = self.entry(value)
+            if entry[2] != _ID:
+                self.watch[name] = entry
+            elif old is not None and old[2] != _ID:
+                del self.watch[name]
+            text = entry[1]
+            if old is not None and text == old[1]:
+                return
+        if name[0] != "." and name != "__class__":
+            _changes(step)[name] = text
+
+    def store(self, name: str, value: object, entry: list | None, step: dict) -> None:
+        """A stored-to name whose value is not the tracked object any more (or is new)."""
+        if entry is not None and entry[2] == _ID and type(value) in _ATOMS:
+            entry[0] = value
+            text = self.tr.render.text(value)
+            if text != entry[1]:
+                entry[1] = text
+                _changes(step)[name] = text
+        else:
+            self.bind(name, value, entry, step)
+
+    def rebind_all(self, loc, step: dict) -> None:
+        snap = self.snap
+        text_of = self.tr.render.text
+        for name, value in loc.items():
+            entry = snap.get(name)
+            if entry is not None:
+                if entry[0] is value:
+                    continue
+                if entry[2] == _ID and type(value) in _ATOMS:
+                    entry[0] = value  # an atom replaced by an atom: reuse the entry
+                    text = text_of(value)
+                    if text != entry[1]:
+                        entry[1] = text
+                        if name[0] != "." and name != "__class__":
+                            _changes(step)[name] = text
+                    continue
+            self.bind(name, value, entry, step)
+        if len(snap) > len(loc):
+            for name in [name for name in snap if name not in loc]:
+                self.bind(name, _MISSING, snap[name], step)
+
+    def recheck(self, step: dict) -> None:
+        """Look for in-place changes of the tracked containers and objects."""
+        render = self.tr.render
+        for name, entry in self.watch.items():
+            value = entry[0]
+            if entry[2] == _FOREIGN:
+                if type(value) is entry[3]:
+                    continue
+                entry[3] = type(value)
+                text = f"<{values.type_name(value)} object>"
+            else:
+                size = len(value)
+                if size > render.bound:
+                    # Too many items to fit: the text depends on the length only.
+                    if size == entry[3]:
+                        continue
+                    entry[3] = size
+                    text = f"<{type(value).__name__} of {size} items, too large>"
+                else:
+                    fp = _fingerprint(value)
+                    if fp is not None and fp == entry[3]:
+                        continue
+                    entry[3] = fp
+                    text = render.text(value)
+            if text != entry[1]:
+                entry[1] = text
+                if name[0] != "." and name != "__class__":
+                    _changes(step)[name] = text
+
+    def update(self, loc, step: dict) -> None:
+        """Record in ``step`` the locals that changed since the snapshot (the line just ran)."""
+        snap = self.snap
+        flags, stores, inplace = self.point
+        if flags & _FULL or (flags & _MUTATE and len(loc) != len(snap)):
+            self.rebind_all(loc, step)
+        else:
+            # Only the names the line stores to can have been rebound (no Python call ran).
+            for name in stores:
+                value = loc.get(name, _MISSING)
+                entry = snap.get(name)
+                if entry is None or entry[0] is not value:
+                    self.store(name, value, entry, step)
+        if self.watch:
+            if flags & _HARD:
+                self.recheck(step)
+            elif inplace:
+                self.recheck_inplace(inplace, step)
+
+    def recheck_inplace(self, names: tuple[str, ...], step: dict) -> None:
+        snap = self.snap
+        for name in names:
+            entry = snap.get(name)
+            if entry is not None and entry[2] != _ID:
+                self.recheck(step)  # `x += ...` mutated a container in place (maybe aliased)
+                return
+
+    # -- loops ---------------------------------------------------------------------------------
+
+    def count_loops(self, line: int, off: int, step: dict, enc: tuple) -> None:
+        info = self.info
+        if info.comp:
+            self.comp_loops(off, step)
+            return
+        counts = self.counts
+        target = info.fiter.get(off)
+        if target is not None and enc is self.enc and enc[-1] is target:
+            # The common case: the next iteration of the innermost `for` loop.
+            counts[target] += 1
+            loops = (*self.loops[:-1], (target.line, counts[target]))
+            self.loops = step["loops"] = self.template["loops"] = loops
+            self.rev_loop = target
+            self.rev_index = len(enc) - 1
+            self.rev_step = step
+            self.rev_more = None
+            return
+        changed = enc is not self.enc
+        if changed:
+            for loop in [loop for loop in counts if loop not in enc]:
+                del counts[loop]
+            self.enc = enc
+        rehit = None
+        if enc:
+            prev = self.line
+            backward = off <= self.off
+            claimed = False
+            for loop in reversed(enc):
+                count = counts.get(loop)
+                if count is None:
+                    counts[loop] = 1
+                    changed = True
+                    continue
+                if claimed:
+                    continue
+                kind = loop.kind
+                in_head = loop.head_lo <= line <= loop.head_hi
+                if kind == _FOR:
+                    target = info.fiter.get(off)
+                    if target is loop or (
+                        target is None
+                        and not info.fiter
+                        and in_head
+                        and loop.body_lo <= prev <= loop.body_hi
+                        and not loop.head_lo <= prev <= loop.head_hi
+                    ):
+                        counts[loop] = count + 1
+                        claimed = True
+                        rehit = loop
+                    elif in_head and target is None and backward:
+                        counts[loop] = 1  # entered anew by an enclosing loop
+                        changed = True
+                elif kind == _WHILE:
+                    if not in_head:
+                        continue
+                    prev_in_head = loop.head_lo <= prev <= loop.head_hi
+                    if loop.body_lo <= prev <= loop.body_hi and not prev_in_head:
+                        counts[loop] = count + 1
+                        claimed = True
+                        rehit = loop
+                    elif loop.inline and backward:
+                        counts[loop] = count + 1
+                        claimed = True
+                    elif prev_in_head and backward:
+                        counts[loop] = 1
+                        changed = True
+                elif (
+                    loop.body_lo <= prev <= loop.body_hi
+                    and not (loop.head_lo <= prev <= loop.head_hi)
+                    and (in_head or (line == loop.body_lo and backward))
+                ):
+                    # `while True`: back at the header, or at the top of the body when the
+                    # compiler dropped the header from the loop.
+                    counts[loop] = count + 1
+                    claimed = True
+            if claimed:
+                changed = True
+        if changed:
+            self.loops = self.template["loops"] = tuple([(loop.line, counts[loop]) for loop in enc])
+            step["loops"] = self.loops
+        if rehit is not None and not (rehit.kind == _WHILE and rehit.inline):
+            self.rev_loop = rehit
+            self.rev_index = enc.index(rehit)
+            self.rev_step = step
+            self.rev_more = None
+        elif self.rev_loop is not None:
+            # A continuation line of a multi-line header: it shares the pending decision.
+            if self.rev_more is None:
+                self.rev_more = []
+            self.rev_more.append(step)
+
+    def resolve_rev(self, line: int | None, off: int | None) -> None:
+        """Decide whether the last header check entered the loop body or left the loop."""
+        loop = self.rev_loop
+        index = self.rev_index
+        if line is not None:
+            if self.info.comp:
+                target = self.info.fiter.get(off)  # type: ignore[arg-type]
+                if target is None or target >= index:  # type: ignore[operator]
+                    self.rev_loop = None
+                    return
+            else:
+                if loop.body_lo <= line <= loop.body_hi:  # type: ignore[attr-defined]
+                    self.rev_loop = None
+                    return
+                if loop.head_lo <= line <= loop.head_hi:  # type: ignore[attr-defined]
+                    return  # still in a multi-line header
+        self.rev_loop = None
+        steps = [self.rev_step] + (self.rev_more or [])
+        for step in steps:
+            old = step["loops"]  # type: ignore[index]
+            if index < len(old):
+                step["loops"] = (*old[:index], (old[index][0], max(1, old[index][1] - 1)))  # type: ignore[index]
+
+    def comp_loops(self, off: int, step: dict) -> None:
+        info = self.info
+        counts = self.counts
+        index = info.fiter.get(off)
+        lines = info.loop_lines
+        if not counts:
+            for position in range(len(lines)):
+                counts[position] = 1
+            self.loops = self.template["loops"] = tuple([(line, 1) for line in lines])
+        elif index is not None:
+            counts[index] += 1
+            for inner in range(index + 1, len(lines)):  # type: ignore[arg-type]
+                counts[inner] = 1
+            self.loops = self.template["loops"] = tuple(
+                [(line, counts[position]) for position, line in enumerate(lines)]
+            )
+            self.rev_loop = index
+            self.rev_index = index  # type: ignore[assignment]
+            self.rev_step = step
+            self.rev_more = None
+        step["loops"] = self.loops
+
+    # -- the trace function ------------------------------------------------------------------
+
+    def local(self, frame: types.FrameType, event: str, arg: object):
+        tr = self.tr
+        try:
+            if tr.stopped:
+                frame.f_trace = None
+                return None
+            if event != "line":
+                tr.events += 1
+                if event == "opcode":
+                    if self.inline_step is not None:
+                        self.inline_seen = True
+                        if frame.f_lasti in self.inline_offs:
+                            self.inline_step["cond"] = True
+                            self.inline_step = None
+                            frame.f_trace_opcodes = False
+                elif event == "return":
+                    self.on_return(frame, arg)
+                    return None
+                elif event == "exception":
+                    self.on_exception(frame, arg)
+                return self.fn
+            # The hot path: one line event. First finish the previous step of this frame.
+            line = frame.f_lineno
+            off = frame.f_lasti
+            step = self.step
+            if step is None:
+                new = self.first_step(frame, line)
+            else:
+                self.raised = False
+                flags, stores, inplace = self.point
+                if flags:
+                    if flags & _HARD:
+                        self.update(frame.f_locals, step)
+                    else:
+                        # The common case, inlined: the line only rebinds the names it stores
+                        # to (or updates them with +=).
+                        loc = frame.f_locals
+                        snap = self.snap
+                        for name in stores:
+                            value = loc.get(name, _MISSING)
+                            entry = snap.get(name)
+                            if entry is None or entry[0] is not value:
+                                kind = type(value)
+                                if (
+                                    entry is not None
+                                    and entry[2] == _ID
+                                    and (
+                                        (kind is int and _NEG_SMALL < value < _SMALL)  # type: ignore[operator]
+                                        or (kind is str and len(value) <= self.max_chars)  # type: ignore[arg-type]
+                                    )
+                                ):
+                                    entry[0] = value
+                                    text = repr(value)
+                                    if len(text) > self.max_chars:  # a str with many escapes
+                                        text = tr.render.text(value)
+                                    if text != entry[1]:
+                                        entry[1] = text
+                                        changes = step.get("changes")
+                                        if changes is None:
+                                            step["changes"] = {name: text}
+                                        else:
+                                            changes[name] = text
+                                else:
+                                    self.store(name, value, entry, step)
+                        if inplace and self.watch:
+                            for name in inplace:
+                                entry = snap.get(name)
+                                if entry is not None and entry[2] != _ID:
+                                    # `x += ...` mutated a container in place (maybe aliased)
+                                    self.recheck(step)
+                                    break
+                rev = self.rev_loop
+                if rev is not None:
+                    if rev.__class__ is _Loop and rev.body_lo <= line <= rev.body_hi:  # type: ignore[attr-defined]
+                        self.rev_loop = None  # the header check entered the body
+                    else:
+                        self.resolve_rev(line, off)
+                test = self.cond_test
+                if test is not None and not test.lo <= line <= test.hi:
+                    self.cond_step["cond"] = test.body_lo <= line <= test.body_hi  # type: ignore[index]
+                    self.cond_test = None
+                if self.inline_step is not None:
+                    if self.inline_seen:  # the body's first instruction never ran
+                        self.inline_step["cond"] = False
+                    self.inline_step = None
+                    frame.f_trace_opcodes = False
+                if len(tr.steps) >= tr.limit:
+                    tr.check_caps()
+                new = self.template.copy()  # faster than a dict display
+                new["line"] = line
+            rec = self.recs.get(off)
+            if rec is None:
+                rec = self.info.record(off, line)
+            enc = rec[1]
+            if enc is not self.enc or rec[2]:
+                target = rec[4]
+                if target is not None and enc is self.enc and enc[-1] is target:
+                    # The common case, inlined from count_loops: the next iteration of the
+                    # innermost `for` loop.
+                    counts = self.counts
+                    count = counts[target] = counts[target] + 1
+                    loops = self.loops
+                    loops = (
+                        (*loops[:-1], (target.line, count))
+                        if len(loops) > 1
+                        else ((target.line, count),)
+                    )
+                    self.loops = new["loops"] = self.template["loops"] = loops
+                    self.rev_loop = target
+                    self.rev_index = rec[5]
+                    self.rev_step = new
+                    self.rev_more = None
+                else:
+                    self.count_loops(line, off, new, enc)
+            test = rec[3]
+            if test is not None and self.cond_test is None:
+                if not test.inline:
+                    self.cond_test = test
+                    self.cond_step = new
+                elif test.lo == line:
+                    self.inline_step = new
+                    self.inline_offs = self.info.body_offsets(test)
+                    self.inline_seen = False
+                    frame.f_trace_opcodes = True
+            tr.steps.append(new)
+            self.step = new
+            self.line = line
+            self.off = off
+            self.point = rec[0]
+            return self.fn
+        except TraceOverflow:
+            frame.f_trace = None
+            return None
+        except Exception as exc:  # a tracer bug must not change the program's behaviour
+            tr.fail(f"tracer_error: {type(exc).__name__}: {exc}")
+            frame.f_trace = None
+            return None
+
+    def first_step(self, frame: types.FrameType, line: int) -> dict:
+        tr = self.tr
+        args = {}
+        for name, value in frame.f_locals.items():
+            entry = self.snap[name] = self.entry(value)
+            if entry[2] != _ID:
+                self.watch[name] = entry
+            if name[0] != "." and name != "__class__":
+                args[name] = entry[1]
+        if len(tr.steps) >= tr.limit:
+            tr.check_caps()
+        return {"line": line, "frame": self.qual, "fid": self.fid, "depth": self.depth,
+                "loops": self.loops, "args": args}  # fmt: skip
+
+    def on_return(self, frame: types.FrameType, arg: object) -> None:
+        tr = self.tr
+        tr.depth -= 1
+        step = self.step
+        if step is None:
+            return
+        self.point = _FULL_POINT
+        self.update(frame.f_locals, step)
+        self.point = _NO_POINT
+        off = frame.f_lasti
+        info = self.info
+        if off in info.yields and not self.raised:
+            step["yield"] = tr.render.text(arg)
+            return
+        if self.inline_step is not None:
+            if off in self.inline_offs:
+                self.inline_step["cond"] = True  # the body returned
+            elif self.inline_seen:
+                self.inline_step["cond"] = False
+            self.inline_step = None
+        if self.cond_test is not None:
+            self.cond_step["cond"] = False  # type: ignore[index]
+            self.cond_test = None
+        if self.rev_loop is not None:
+            self.resolve_rev(None, None)
+        if off in info.returns and not self.raised:
+            step["ret"] = tr.render.text(arg)
+
+    def on_exception(self, frame: types.FrameType, arg: object) -> None:
+        self.point = _FULL_POINT
+        if type(arg) is tuple and arg[0] is StopIteration and frame.f_lasti in self.info.fiter:
+            return  # a `for` loop over a generator that returned a value: plain iteration
+        self.raised = True
+        self.cond_test = None
+        if self.inline_step is not None:
+            self.inline_step = None
+            frame.f_trace_opcodes = False
+        step = self.step
+        if step is not None and type(arg) is tuple and len(arg) == 3:
+            step["exc"] = values.type_name(arg[1])
+
+
+# ---------------------------------------------------------------------------------------
+# The tracer
+# ---------------------------------------------------------------------------------------
+
+
+class Tracer:
+    """Traces one call at a time; see the module docstring for the trace format and policies."""
+
+    def __init__(
+        self,
+        *,
+        filename: str = "<program>",
+        max_steps: int = 10_000,
+        max_value_chars: int = 200,
+        max_trace_chars: int = 2_000_000,
+        on_overflow: Callable[[dict], None] | None = None,
+        source: str | None = None,
+    ) -> None:
+        self.filename = filename
+        self.max_steps = max_steps
+        self.max_trace_chars = max_trace_chars
+        self.on_overflow = on_overflow
+        if max_value_chars < 16:
+            raise ValueError("max_value_chars must be at least 16")
+        self.render = _Renderer(max_value_chars)
+        self._source = _Source(source)
+        self._infos: dict[int, _CodeInfo | None] = {}
+        self._codes: list[types.CodeType] = []  # keeps the ids in _infos valid
+        self._reset()
+
+    def _reset(self) -> None:
+        self.steps: list[dict] = []
+        self.size = 200
+        self.sized = 0
+        self.limit = min(self.max_steps, _SIZE_CHECK_EVERY)
+        self.events = 0
+        self.depth = 0
+        self.next_fid = 0
+        self.stopped = False
+        self.partial_reason: str | None = None
+        self.last: dict | None = None
+
+    # -- hooks ---------------------------------------------------------------------------------
+
+    def _global(self, frame: types.FrameType, event: str, arg: object):
+        if self.stopped:
+            return None
+        # Python code is about to run: the caller's next event must diff everything.
+        caller = frame.f_back
+        if caller is not None:
+            current = caller.f_trace
+            if type(current) is types.MethodType:
+                owner = current.__self__
+                if type(owner) is _Frame:
+                    owner.point = _FULL_POINT
+        code = frame.f_code
+        key = id(code)
+        info = self._infos.get(key, False)
+        if info is False:
+            info = self._analyse(code)
+        if info is None:
+            return None
+        try:
+            current = frame.f_trace
+            state = None
+            if type(current) is types.MethodType:
+                owner = current.__self__
+                if type(owner) is _Frame and owner.tr is self:
+                    state = owner
+            if state is None:
+                state = _Frame(self, info, self.depth)
+            else:
+                state.depth = state.template["depth"] = self.depth
+                state.point = _FULL_POINT
+            self.depth += 1
+            self.events += 1
+            return state.fn
+        except Exception as exc:
+            self.fail(f"tracer_error: {type(exc).__name__}: {exc}")
+            return None
+
+    def _analyse(self, code: types.CodeType) -> _CodeInfo | None:
+        info = None
+        if code.co_filename == self.filename:
+            info = _CodeInfo(code, self._source.scope(code))
+        self._infos[id(code)] = info
+        self._codes.append(code)
+        return info
+
+    # -- stopping ------------------------------------------------------------------------------
+
+    def _stop(self) -> None:
+        self.stopped = True
+        sys.settrace(None)
+        frame = sys._getframe()
+        while frame is not None:
+            current = frame.f_trace
+            if type(current) is types.MethodType and type(current.__self__) is _Frame:
+                frame.f_trace = None
+            frame = frame.f_back
+
+    def overflow(self, reason: str) -> None:
+        """Mark the trace partial, hand it to on_overflow, then stop tracing."""
+        if self.partial_reason is None:
+            self.partial_reason = reason
+        if self.on_overflow is not None:
+            self.on_overflow(self._wire(None, False, None))
+        self._stop()
+        raise TraceOverflow(reason)
+
+    def check_caps(self) -> None:
+        """Called before recording a step once len(steps) reaches ``limit``."""
+        steps = self.steps
+        count = len(steps)
+        if count >= self.max_steps:
+            self.overflow("max_steps")
+        size = self.size
+        # Values are rendered once a step is finished; count the ones not counted yet (the
+        # latest steps of frames still running are counted at the next check).
+        window = steps[self.sized : count - 1]
+        for found in filter(None, map(_get, window, repeat("changes"))):
+            for name, text in found.items():
+                size += len(name) + (4 if text is None else len(text)) + 6
+        for found in filter(None, map(_get, window, repeat("args"))):
+            for name, text in found.items():
+                size += len(name) + len(text) + 6  # an argument is never None
+        self.sized = max(self.sized, count - 1)
+        self.size = size
+        if size + _STEP_CHARS * count > self.max_trace_chars:
+            self.overflow("max_trace_chars")
+        self.limit = min(self.max_steps, count + _SIZE_CHECK_EVERY)
+
+    def fail(self, reason: str) -> None:
+        if self.partial_reason is None:
+            self.partial_reason = reason
+        self._stop()
+
+    # -- the call ------------------------------------------------------------------------------
+
+    def _wire(self, value: str | None, literal: bool, exception: dict | None) -> dict:
+        return {
+            "steps": self.steps,
+            "return": value,
+            "return_literal": literal,
+            "exception": exception,
+            "partial": self.partial_reason is not None,
+            "partial_reason": self.partial_reason,
+            "events": self.events + len(self.steps),
+        }
+
+    def call(self, function: Callable, args: tuple, kwargs: dict) -> dict:
+        """Run ``function(*args, **kwargs)`` under the tracer and return the trace (wire form).
+
+        If the function raises, the exception is recorded in the trace and re-raised; the trace
+        is then available as ``self.last``.
+        """
+        self._reset()
+        previous = sys.gettrace()
+        thresholds = gc.get_threshold()
+        # The trace's own allocations would otherwise make the collector run far more often
+        # than in the plain run (and rescan the growing trace each time).
+        gc.set_threshold(thresholds[0] * 10, *thresholds[1:])
+        hook = self._global
+        sys.settrace(hook)
+        try:
+            value = function(*args, **kwargs)
+        except BaseException as exc:
+            removed = sys.gettrace() is not hook
+            sys.settrace(previous)
+            gc.set_threshold(*thresholds)
+            self._finish(removed)
+            self.last = self._wire(None, False, _exception_info(exc))
+            raise
+        removed = sys.gettrace() is not hook
+        sys.settrace(previous)
+        gc.set_threshold(*thresholds)
+        self._finish(removed)
+        self.value = value  # the worker renders it again under the result's own limits
+        text = self.render.text(value)
+        # Literal renderings never start with "<"; the markers always do.
+        self.last = self._wire(text, not text.startswith("<"), None)
+        return self.last
+
+    def _finish(self, removed: bool) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        if (removed or self.depth != 0) and self.partial_reason is None:
+            self.partial_reason = "tracer_removed"

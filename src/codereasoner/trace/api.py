@@ -1,0 +1,59 @@
+"""Trace calls in the sandbox: the ground truth for every intermediate state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from codereasoner.execution import Batch, Call, ExecResult, Limits, Pool, Program, TraceOptions
+from codereasoner.trace.model import ExecutionTrace
+
+
+@dataclass(frozen=True)
+class TracedCall:
+    """A call's sandbox result and its trace (``None`` when the call died before reporting,
+    e.g. on a timeout)."""
+
+    result: ExecResult
+    trace: ExecutionTrace | None
+
+
+def _traced(result: ExecResult) -> TracedCall:
+    trace = ExecutionTrace.from_wire(result.trace) if result.trace is not None else None
+    return TracedCall(result, trace)
+
+
+def trace_batches(
+    pool: Pool,
+    work: Iterable[tuple[Program, Sequence[Call]]],
+    options: TraceOptions | None = None,
+    limits: Limits | None = None,
+) -> Iterator[list[TracedCall]]:
+    """Trace many programs' calls across the pool's workers, in submission order."""
+    chosen = options or TraceOptions()
+    batches = (Batch(program, calls, limits, chosen) for program, calls in work)
+    for results in pool.map(batches):
+        yield [_traced(result) for result in results]
+
+
+def trace_calls(
+    pool: Pool,
+    program: Program,
+    calls: Sequence[Call],
+    options: TraceOptions | None = None,
+    limits: Limits | None = None,
+) -> list[TracedCall]:
+    """Trace several calls of one program (one sandboxed process per batch)."""
+    (traced,) = trace_batches(pool, [(program, calls)], options, limits)  # consumes it fully
+    return traced
+
+
+def trace_call(
+    pool: Pool,
+    program: Program,
+    call: Call,
+    options: TraceOptions | None = None,
+    limits: Limits | None = None,
+) -> TracedCall:
+    """Trace one call in the sandbox."""
+    return trace_calls(pool, program, [call], options, limits)[0]
