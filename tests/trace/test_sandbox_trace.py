@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
 from codereasoner import values
+from codereasoner.benchmarks.reval import case_program as _reval_program
 from codereasoner.execution import (
     Batch,
     Call,
@@ -127,40 +127,6 @@ def test_core_probe_numbering_matches_the_documented_count(pool: Pool) -> None:
         steps = traced.trace.steps
         hits += index < len(steps) and steps[index].line - 1 == record["target_line_number"]
     assert (hits, len(records)) == (216, 242)
-
-
-def _reval_program(row: dict, case: str) -> Program:
-    """The REval program with a driver (untraced epilogue) that runs one input."""
-    if row["test"] is None:  # HumanEval-style: the input is the argument tuple, as an expression
-        driver = f"def __reval_case__():\n    return {row['entry_point']}(*({case}))\n"
-        return Program(row["code"], entry="__reval_case__", epilogue=driver)
-    # ClassEval-style: the input is the body of a test method of a unittest class in row["test"].
-    body = "\n".join(
-        "    " + re.sub(r"\bassert", "self.assert", line) for line in case.splitlines()
-    )
-    class_name = _test_class_for(row["test"], case)
-    driver = (f"{row['test']}\n\ndef __reval_case__():\n    self = {class_name}()\n"
-              f"    self.setUp()\n{body or '    pass'}\n")  # fmt: skip
-    return Program(row["code"], entry="__reval_case__", epilogue=driver)
-
-
-def _test_class_for(test_source: str, case: str) -> str:
-    import ast
-
-    def normal(text: str) -> str:
-        return "\n".join(line.strip() for line in text.splitlines() if line.strip())
-
-    lines = test_source.splitlines()
-    classes = [node for node in ast.parse(test_source).body if isinstance(node, ast.ClassDef)]
-    for node in classes:
-        tests = [
-            f for f in node.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test")
-        ]
-        if tests:
-            body = lines[tests[0].body[0].lineno - 1 : tests[0].body[-1].end_lineno]
-            if normal("\n".join(body)).replace("self.assert", "assert") == normal(case):
-                return node.name
-    return classes[0].name
 
 
 @pytest.mark.skipif(not REVAL.exists(), reason="shared benchmark data not available")

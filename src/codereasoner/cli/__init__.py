@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from codereasoner.cli import demo, doctor, run, trace
+from codereasoner.cli import bench, demo, doctor, run, score, trace
 
 app = typer.Typer(
     name="codereasoner",
@@ -17,6 +17,8 @@ run.register(app)
 demo.register(app)
 doctor.register(app)
 trace.register(app)
+score.register(app)
+bench.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,172 @@
+"""LiveCodeBench code execution (``livecodebench/execution-v2``) and test output prediction
+(``livecodebench/test_generation``), both split ``test``, read from JSON Lines: the rows fetched
+from the Hugging Face dataset viewer, or an export written with ``datasets`` (records orientation).
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from codereasoner.benchmarks.cache import DataUnavailable, Source
+from codereasoner.benchmarks.records import read_jsonl, unique_ids
+from codereasoner.tasks import Item
+
+COMMIT = "28fef95ea8c9f7a547c8329f2cd3d32b92c1fa24"
+UPSTREAM = f"https://github.com/LiveCodeBench/LiveCodeBench/tree/{COMMIT}"
+_ROWS = "https://datasets-server.huggingface.co/rows?dataset=livecodebench%2F{}&config=default&split=test"
+EXECUTION = Source("execution-v2.jsonl", _ROWS.format("execution-v2"), kind="hf-rows")
+TEST_GENERATION = Source("test_generation.jsonl", _ROWS.format("test_generation"), kind="hf-rows")
+
+# The names upstream's BASE_IMPORTS binds before every program (benchmarks.md §3.6), in its order,
+# so that `bisect` ends up as the module. numpy and pandas are imported when installed.
+BASE_IMPORTS = """\
+from itertools import accumulate, chain, combinations, count, permutations, product, groupby, islice, repeat
+from copy import deepcopy
+from string import ascii_lowercase
+from math import floor, log2, log10, sqrt, comb, gcd, ceil, inf, isqrt
+from collections import defaultdict, deque, Counter
+from bisect import bisect, bisect_left, bisect_right, insort
+from heapq import heappush, heappop, heapify, merge
+from functools import reduce, cache, lru_cache
+from random import randrange, shuffle
+from operator import itemgetter, sub
+from re import search as re_search
+from os.path import commonprefix
+from typing import List, Tuple, Dict, Set, Optional, Union, Any, Callable, Iterable, Iterator, Generator
+import copy
+import string
+import math
+import collections
+import bisect
+import heapq
+import functools
+import random
+import itertools
+import operator
+import re
+try:
+    import numpy as np
+except ImportError:
+    pass
+try:
+    import pandas as pd
+except ImportError:
+    pass
+from math import log, prod
+from collections import deque, defaultdict, Counter, OrderedDict
+from itertools import accumulate, permutations, combinations, product, groupby, islice, chain, repeat, zip_longest, cycle
+from functools import lru_cache, reduce, partial
+from operator import iand
+import sys
+"""
+
+EXECUTION_FIELDS = {"id": str, "function_name": str, "code": str, "input": str, "output": str}
+TEST_FIELDS = {
+    "question_content": str, "starter_code": str, "question_id": (str, int), "test_id": int,
+    "test": str, "difficulty": str,
+}  # fmt: skip
+_METADATA = ("question_id", "question_title", "contest_id", "difficulty", "numsteps", "problem_id")
+
+
+def load_execution(paths: Mapping[str, Path], benchmark: str) -> list[Item]:
+    """Items ordered by the number in ``id`` (``sample_12`` -> 12), as upstream prompts them."""
+    path = paths[EXECUTION.filename]
+    rows = read_jsonl(path, EXECUTION_FIELDS)
+    unique_ids(path, rows, "id")
+    for row in rows:
+        _sample_number(path, row)
+    items = []
+    for row in sorted(rows, key=lambda r: _sample_number(path, r)):
+        items.append(Item(
+            id=row["id"], benchmark=benchmark, task="output_prediction",
+            program=f"{BASE_IMPORTS}\n{row['code']}", entry=row["function_name"],
+            call=row["input"], truth=row["output"],
+            fields={"code": row["code"], "input": row["input"]}, metadata=_metadata(row),
+        ))  # fmt: skip
+    return items
+
+
+def load_test_output(paths: Mapping[str, Path], benchmark: str) -> list[Item]:
+    """Items ordered by ``(question_id, test_id)``; only ``test[0]`` of each row is asked."""
+    path = paths[TEST_GENERATION.filename]
+    rows = read_jsonl(path, TEST_FIELDS)
+    items = []
+    for row in rows:
+        test = _first_test(path, row)
+        name = function_name(path, row)
+        arguments = ", ".join(test["input"].split("\n"))
+        items.append(Item(
+            id=f"{row['question_id']}_{row['test_id']}", benchmark=benchmark,
+            task="test_output_prediction", entry=name, call=f"{name}({arguments})",
+            truth=test["output"], truth_format="json",
+            fields={"question_content": row["question_content"], "starter_code": row["starter_code"],
+                    "func_name": name, "testcase_args": arguments},
+            metadata={**_metadata(row), "test_id": row["test_id"]},
+        ))  # fmt: skip
+    items.sort(key=lambda item: _order_key(item.metadata["question_id"], item.metadata["test_id"]))
+    seen: set[str] = set()
+    for item in items:
+        if item.id in seen:
+            raise DataUnavailable(f"{path}: duplicate (question_id, test_id) {item.id!r}")
+        seen.add(item.id)
+    return items
+
+
+def function_name(path: Path, row: dict[str, Any]) -> str:
+    """The one ``def`` in the starter code (any depth); upstream's rules, errors named."""
+    where = f"{path}:{row['_line']}"
+    try:
+        tree = ast.parse(row["starter_code"])
+    except SyntaxError as exc:
+        raise DataUnavailable(f"{where}: starter_code does not parse ({exc.msg})") from None
+    names = [node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    if len(names) > 1:
+        raise DataUnavailable(f"{where}: starter_code defines {len(names)} functions; expected one")
+    return names[0] if names else "None"
+
+
+def _first_test(path: Path, row: dict[str, Any]) -> dict[str, str]:
+    where = f"{path}:{row['_line']}"
+    try:
+        tests = json.loads(row["test"])
+    except ValueError as exc:
+        raise DataUnavailable(f"{where}: field 'test' is not a JSON string ({exc})") from None
+    if not isinstance(tests, list) or not tests or not isinstance(tests[0], dict):
+        raise DataUnavailable(f"{where}: field 'test' must decode to a non-empty list of objects")
+    first = tests[0]
+    for key in ("input", "output"):
+        if not isinstance(first.get(key), str):
+            raise DataUnavailable(f"{where}: test[0].{key} must be a string")
+    return first
+
+
+def _sample_number(path: Path, row: dict[str, Any]) -> int:
+    head, _, number = row["id"].rpartition("_")
+    if not head or not number.isdigit():
+        raise DataUnavailable(
+            f"{path}:{row['_line']}: id {row['id']!r} is not of the form sample_N"
+        )
+    return int(number)
+
+
+def _order_key(question_id: object, test_id: object) -> tuple[Any, ...]:
+    return (str(type(question_id)), question_id, test_id)
+
+
+def _metadata(row: dict[str, Any]) -> dict[str, Any]:
+    data = {key: row[key] for key in _METADATA if key in row}
+    if "contest_date" in row:
+        data["contest_date"] = _date(row["contest_date"])
+    return data
+
+
+def _date(value: object) -> str:
+    """ISO text; exports may hold milliseconds since the epoch (pandas' default)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return str(value)

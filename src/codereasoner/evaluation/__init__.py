@@ -1,0 +1,40 @@
+"""Evaluation: reading generations, grading them through the tasks, and the metrics.
+
+from codereasoner import benchmarks
+from codereasoner.evaluation import read_generations, score
+bench = benchmarks.get("cruxeval-o")
+items = bench.load(data_dir)
+_, answers = read_generations(path, items, bench.task.extract)
+with Pool(limits=OFFICIAL_LIMITS) as pool:
+    scored = score(bench, items, answers, pool)
+scored.pass_at([1, 5])      # {"pass@1": 34.2125, "pass@5": 40.2867}, percent
+"""
+
+from codereasoner.evaluation.generations import GenerationsError, read_generations
+from codereasoner.evaluation.metrics import (
+    Counts,
+    accuracy,
+    breakdown,
+    item_counts,
+    mean_pass_at_k,
+    pass_at_k,
+    pass_table,
+)
+from codereasoner.evaluation.scoring import Scored, check_ks, sandbox_errors, score, strict_report
+
+__all__ = [
+    "Counts",
+    "GenerationsError",
+    "Scored",
+    "accuracy",
+    "breakdown",
+    "check_ks",
+    "item_counts",
+    "mean_pass_at_k",
+    "pass_at_k",
+    "pass_table",
+    "read_generations",
+    "sandbox_errors",
+    "score",
+    "strict_report",
+]

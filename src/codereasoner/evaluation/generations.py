@@ -1,0 +1,151 @@
+"""Reading generations files, with one-line errors naming the file, record and field.
+
+Two formats:
+
+- official (CRUXEval ``generations.json``): one JSON object ``{"sample_0": ["gen", ...], ...}``
+  whose strings are already extracted answers (a literal for output prediction, a call ``f(...)``
+  for input prediction);
+- JSON Lines, one sample per line: ``{"id": "sample_0", "sample": 0, "completion": "..."}`` with
+  the raw model text (extracted with the task's rules), or ``"answer"`` instead of
+  ``"completion"`` for already extracted text. Samples of an id are numbered 0..n-1.
+
+Every item of the benchmark must have at least one sample; unknown ids are errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from codereasoner.tasks import Answer, Extracted, Item
+
+Extractor = Callable[[str], Extracted]
+
+
+class GenerationsError(ValueError):
+    """The generations file cannot be used; the message is one line."""
+
+
+def read_generations(
+    path: Path, items: Sequence[Item], extract: Extractor
+) -> tuple[str, dict[str, list[Extracted]]]:
+    """``(format, {item id: answers in sample order})`` for every item."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GenerationsError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GenerationsError(f"{path}: cannot read ({exc})") from None
+    if not text.strip():
+        raise GenerationsError(f"{path}: empty file; expected {{id: [generations]}} or JSON Lines")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":  # else: several documents, i.e. JSON Lines
+            raise GenerationsError(f"{path}: invalid JSON at line {exc.lineno} column "
+                                   f"{exc.colno} ({exc.msg})") from None  # fmt: skip
+        data = None
+    except RecursionError:
+        raise GenerationsError(f"{path}: JSON nested too deeply") from None
+    if data is not None and not isinstance(data, dict):
+        raise GenerationsError(f"{path}: top level is {_kind(data)}; expected an object "
+                               "{id: [generations]} or JSON Lines")  # fmt: skip
+    if data is not None and not _looks_like_sample(data):
+        return "official", _complete(path, _official(path, data), items)
+    return "jsonl", _complete(path, _jsonl(path, text, extract), items)
+
+
+def _looks_like_sample(data: dict[str, Any]) -> bool:
+    return isinstance(data.get("id"), str) and "sample" in data
+
+
+def _official(path: Path, data: dict[str, Any]) -> dict[str, list[Extracted]]:
+    samples: dict[str, list[Extracted]] = {}
+    for key, generations in data.items():
+        if not isinstance(generations, list):
+            raise GenerationsError(f"{path}: record {key!r}: expected a list of generation "
+                                   f"strings, got {_kind(generations)}")  # fmt: skip
+        for index, generation in enumerate(generations):
+            if not isinstance(generation, str):
+                raise GenerationsError(f"{path}: record {key!r} generation {index}: expected a "
+                                       f"string, got {_kind(generation)}")  # fmt: skip
+        samples[key] = [Answer(generation) for generation in generations]
+    return samples
+
+
+def _jsonl(path: Path, text: str, extract: Extractor) -> dict[str, list[Extracted]]:
+    found: dict[str, dict[int, tuple[int, Extracted]]] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            raise GenerationsError(f"{where}: invalid JSON ({exc})") from None
+        if not isinstance(record, dict):
+            raise GenerationsError(f"{where}: expected a JSON object, got {_kind(record)}")
+        item_id, sample = record.get("id"), record.get("sample")
+        if not isinstance(item_id, str):
+            raise GenerationsError(f"{where}: field 'id' must be a string, got {_kind(item_id)}")
+        if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
+            raise GenerationsError(f"{where}: field 'sample' must be an integer >= 0, "
+                                   f"got {sample!r}")  # fmt: skip
+        answer = _answer(where, record, extract)
+        earlier = found.setdefault(item_id, {}).get(sample)
+        if earlier is not None:
+            raise GenerationsError(f"{where}: duplicate sample {sample} of {item_id!r} (first on "
+                                   f"line {earlier[0]})")  # fmt: skip
+        found[item_id][sample] = (number, answer)
+    samples = {}
+    for item_id, by_index in found.items():
+        missing = sorted(set(range(len(by_index))) - set(by_index))
+        if missing:
+            raise GenerationsError(f"{path}: {item_id!r} has samples {_numbers(sorted(by_index))}; "
+                                   f"sample {missing[0]} is missing")  # fmt: skip
+        samples[item_id] = [by_index[index][1] for index in range(len(by_index))]
+    return samples
+
+
+def _answer(where: str, record: dict[str, Any], extract: Extractor) -> Extracted:
+    has_completion, has_answer = "completion" in record, "answer" in record
+    if has_completion == has_answer:
+        raise GenerationsError(f"{where}: give exactly one of 'completion' (raw model text) and "
+                               "'answer' (extracted text)")  # fmt: skip
+    field = "completion" if has_completion else "answer"
+    value = record[field]
+    if not isinstance(value, str):
+        raise GenerationsError(f"{where}: field {field!r} must be a string, got {_kind(value)}")
+    return extract(value) if has_completion else Answer(value)
+
+
+def _complete(
+    path: Path, samples: dict[str, list[Extracted]], items: Sequence[Item]
+) -> dict[str, list[Extracted]]:
+    known = {item.id for item in items}
+    unknown = [key for key in samples if key not in known]
+    if unknown:
+        example = items[0].id if items else "?"
+        raise GenerationsError(f"{path}: record {unknown[0]!r}: unknown id for "
+                               f"{items[0].benchmark if items else 'this benchmark'} "
+                               f"({len(unknown)} unknown; ids look like {example!r})")  # fmt: skip
+    missing = [item.id for item in items if item.id not in samples]
+    if missing:
+        raise GenerationsError(f"{path}: {len(missing)} of {len(items)} ids have no generations "
+                               f"(first: {missing[0]!r}); every id needs at least one")  # fmt: skip
+    empty = next((key for key, answers in samples.items() if not answers), None)
+    if empty is not None:
+        raise GenerationsError(f"{path}: record {empty!r}: no generations; expected at least one")
+    return {item.id: samples[item.id] for item in items}
+
+
+def _kind(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}  # fmt: skip
+    return names.get(type(value), type(value).__name__)
+
+
+def _numbers(values: list[int]) -> str:
+    return ", ".join(map(str, values[:8])) + (", ..." if len(values) > 8 else "")

@@ -1,0 +1,200 @@
+"""The types every task kind shares, and the task-kind protocol.
+
+A task kind is ``prompt(item, style) -> str``, ``extract(text) -> Answer | ParseFailure`` and
+``score(item, answer) -> Score`` (scoring many answers goes through :func:`plan` so that all the
+sandbox work of a benchmark runs as a few batches).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Protocol
+
+from codereasoner import values
+
+if TYPE_CHECKING:
+    from codereasoner.execution import Pool
+    from codereasoner.tasks.plans import Plan
+
+
+class Style(StrEnum):
+    """Prompt styles; each task kind supports a subset."""
+
+    DIRECT = "direct"
+    COT = "cot"
+    PHIND = "phind"  # CRUXEval output prediction, Phind-CodeLlama only
+
+
+class Extraction(StrEnum):
+    OFFICIAL = "official"  # upstream HF/vLLM post-processing, quirks included
+    OFFICIAL_OPENAI = "official-openai"  # upstream OpenAI path (CRUXEval): last-line fallback
+    ROBUST = "robust"  # project rules: first [ANSWER] block, parsed assertion, prose cut
+
+
+class Grading(StrEnum):
+    # Reproduces upstream verdicts: the answer is judged as if spliced into the official
+    # assertion; literals are compared here, anything else is evaluated in the sandbox.
+    OFFICIAL = "official"
+    # Answers must be literals (input prediction: a call with literal arguments); they are parsed,
+    # never evaluated; copies of the question are plain failures.
+    STRICT = "strict"
+
+
+class Reason(StrEnum):
+    CORRECT = "correct"
+    WRONG = "wrong_value"
+    NO_ANSWER = "no_answer"  # extraction found nothing
+    NOT_LITERAL = "not_a_literal"  # strict grading: not a literal / not a literal call
+    WRONG_ENTRY = "wrong_entry"  # strict grading: a call of another function
+    SYNTAX_ERROR = "syntax_error"  # the official assertion does not compile
+    ASSERTION_FAILED = "assertion_failed"
+    NON_LITERAL_VALUE = "non_literal_value"  # evaluated to something that is not a literal
+    COPIED = "copied"  # upstream anti-copy rule: the sample is skipped, not graded
+    BAD_TRUTH = "bad_truth"  # the benchmark's own gold value does not parse
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    OUTPUT_LIMIT = "output_limit"
+    KILLED = "killed"
+    SANDBOX_ERROR = "sandbox_error"  # infrastructure failure, not the answer's fault
+
+
+@dataclass(frozen=True)
+class Item:
+    """One benchmark question with its ground truth.
+
+    ``program`` is the source the official harness runs before its assertion (benchmark code,
+    trusted); ``call`` the question's call as text; ``truth`` the gold output as text, a Python
+    literal or JSON (``truth_format``); ``fields`` the prompt template's substitutions.
+    """
+
+    id: str
+    benchmark: str
+    task: str
+    program: str = ""
+    entry: str = "f"
+    call: str = ""
+    truth: str = ""
+    truth_format: str = "python"
+    fields: Mapping[str, str] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def truth_value(self) -> object:
+        """The gold value, parsed (never evaluated); raises ValueError when it does not parse."""
+        return _parse_truth(self.truth, self.truth_format)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["fields"], data["metadata"] = dict(self.fields), dict(self.metadata)
+        return data
+
+
+@cache
+def _parse_truth(text: str, fmt: str) -> object:
+    if fmt == "json":
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"gold output is not JSON: {exc}") from None
+    return values.parse(text)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The extracted answer text: a value (output prediction) or a call (input prediction)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ParseFailure:
+    """Extraction found no answer; graded as wrong, never dropped."""
+
+    reason: str
+    text: str = ""
+
+
+Extracted = Answer | ParseFailure
+
+
+@dataclass(frozen=True)
+class Score:
+    """The verdict on one sample; ``skipped`` marks upstream's anti-copy rule."""
+
+    item_id: str
+    sample: int
+    answer: str | None
+    correct: bool
+    reason: Reason
+    detail: str = ""
+    skipped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["reason"] = self.reason.value
+        return data
+
+
+class TaskKind(Protocol):
+    """What benchmarks, self-checks, rejection sampling and rewards share."""
+
+    name: str
+    styles: tuple[Style, ...]
+
+    def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str: ...
+
+    def extract(
+        self,
+        text: str,
+        style: Style | str = Style.DIRECT,
+        mode: Extraction | str = Extraction.OFFICIAL,
+    ) -> Extracted: ...
+
+    def plan(
+        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
+    ) -> Plan: ...
+
+    def score(
+        self,
+        item: Item,
+        answer: Extracted,
+        pool: Pool | None = None,
+        grading: Grading | str = Grading.OFFICIAL,
+    ) -> Score: ...
+
+
+@cache
+def template(name: str) -> str:
+    """An official prompt template by relative path, e.g. ``cruxeval/output_direct.txt``."""
+    path = resources.files("codereasoner.tasks").joinpath("templates", *name.split("/"))
+    return path.read_bytes().decode("utf-8")
+
+
+def template_sources() -> dict[str, Any]:
+    """Where each template comes from (repository, commit, file, function, test vectors)."""
+    text = resources.files("codereasoner.tasks").joinpath("templates", "SOURCES.json").read_text()
+    return {key: value for key, value in json.loads(text).items() if not key.startswith("_")}
+
+
+def fill(template_name: str, fields: Mapping[str, str]) -> str:
+    """Substitute ``{field}`` placeholders in one pass; values may contain braces."""
+    return template(template_name).format_map(dict(fields))
+
+
+def check_style(style: Style | str, supported: tuple[Style, ...]) -> Style:
+    """The style, or ValueError naming the supported ones."""
+    chosen = Style(style)
+    if chosen not in supported:
+        names = ", ".join(s.value for s in supported)
+        raise ValueError(f"style {chosen.value!r} not supported here; expected one of {names}")
+    return chosen
+
+
+def one_line(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,239 @@
+"""CoRE output prediction: predict ``f(x)`` for each of several equivalent implementations.
+
+Prompts are CoRE's IO, CoT and CoC templates (paper App. B.1, ``templates/core/``). Answers are
+located by one project rule shared with the probes (:func:`extract_answer`), then read as a
+literal (:func:`read_value`) and never evaluated. Two gradings (benchmarks.md §5.5):
+
+- ``Grading.STRICT`` (the project's, CoRE's default): gold parsed as JSON, else as a Python
+  literal; the answer as a Python literal or JSON spelling; tuples match lists, sets match as
+  sets, floats within a tolerance, bools only bools (``values.equal(..., "lenient")``);
+- ``Grading.OFFICIAL`` (ancestor-faithful, ``TnTWoW/code_reasoning``):
+  ``safe_literal_eval(pred) == ast.literal_eval(gold)``, restated without evaluation: what
+  ``ast.literal_eval`` rejects is read as the raw string, and a JSON gold it rejects (``true``,
+  ``null``) is where upstream crashes, scored ``bad_truth`` (wrong).
+
+``Extraction.OFFICIAL`` is the ancestor's regex (for its own fenced prompts); CoRE publishes no
+extraction, so ``Extraction.ROBUST`` (the project rule) is the default.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from enum import StrEnum
+
+from codereasoner import values
+from codereasoner.execution import Pool, Program
+from codereasoner.tasks import extraction
+from codereasoner.tasks.base import (
+    Answer,
+    Extracted,
+    Extraction,
+    Grading,
+    Item,
+    ParseFailure,
+    Reason,
+    Score,
+    fill,
+)
+from codereasoner.tasks.grading import is_python_literal
+from codereasoner.tasks.plans import Plan, build_plan, run_plans, verdict
+
+OUTPUT_TASK = "core_output"
+PREAMBLE = "from typing import *"  # LiveCodeBench implementations use List, Optional, ...
+
+
+class CoreStyle(StrEnum):
+    """CoRE's prompt styles: IO (direct), chain-of-thought, chain-of-code."""
+
+    DIRECT = "direct"
+    COT = "cot"
+    COC = "coc"
+
+
+TEMPLATES = {
+    CoreStyle.DIRECT: "core/output_direct.txt",
+    CoreStyle.COT: "core/output_cot.txt",
+    CoreStyle.COC: "core/output_coc.txt",
+}
+_TAGS = re.compile(r"\[/?(?:ANSWER|PYTHON|THOUGHT)\]")
+_LABEL = re.compile(r"^[#>*_`\s-]*(?:final\s+)?answer[\s*_`]*:(.*)$", re.IGNORECASE)
+_ASSERT = re.compile(r"^assert\b")
+_ANCESTOR = re.compile(r"==\s*(.*?)\s*```")
+_FENCE_LANGUAGES = frozenset({"python", "python3", "py"})
+
+
+def core_style(style: CoreStyle | str) -> CoreStyle:
+    try:
+        return CoreStyle(style)
+    except ValueError:
+        names = ", ".join(s.value for s in CoreStyle)
+        raise ValueError(
+            f"style {style!r} not supported by CoRE; expected one of {names}"
+        ) from None
+
+
+def program(item: Item) -> Program:
+    """A CoRE item's implementation as the sandbox runs it (``typing`` names in scope)."""
+    return Program(item.program, item.entry, preamble=PREAMBLE)
+
+
+# ---------------------------------------------------------------------------------------
+# extraction
+# ---------------------------------------------------------------------------------------
+
+
+def _clean(line: str) -> str:
+    text = line.strip().lstrip(">").strip().strip("`~").strip()
+    return "" if text.lower() in _FENCE_LANGUAGES else text
+
+
+def _tidy(text: str) -> str:
+    """Without surrounding markdown (``**``, backticks) and a final full stop."""
+    for _ in range(3):
+        text = text.strip().strip("*_`").strip().removesuffix(".")
+    return text.strip()
+
+
+def _assertion(lines: list[str], start: int) -> str | None:
+    """The right-hand side of the ``assert ... == X`` statement that starts on ``lines[start]``."""
+    hit = extraction.find_assertion("\n".join(lines[start : start + 200]))
+    head = lines[start][len("assert") :].lstrip()
+    return hit[1] if hit is not None and head.startswith(hit[0]) else None
+
+
+def extract_answer(text: str) -> Extracted:
+    """The project rule for both CoRE task kinds: the last answer-bearing line wins.
+
+    Answer-bearing: an ``assert ... == X`` statement (fenced or not, possibly multi-line; X is
+    taken) or an ``Answer: X`` line (``# Answer:``, ``**Final answer:**``; X may be on the next
+    line, or be an assertion itself). ``[ANSWER]``-style tags and fences are ignored. X is
+    returned as written (a value, or several ``name = value`` parts); reading it is grading's job.
+    """
+    lines = [_clean(line) for line in _TAGS.sub("\n", text).split("\n")]
+    found: str | None = None
+    for index, line in enumerate(lines):
+        label = _LABEL.match(line)
+        if label:
+            value = _tidy(label.group(1))
+            if not value:
+                following = next((ln for ln in lines[index + 1 :] if ln), "")
+                if following and not _ASSERT.match(following):
+                    found = following  # a bare label: the value is on the next line
+                continue
+            found = (_assertion([value], 0) or found) if _ASSERT.match(value) else value
+        elif _ASSERT.match(line):
+            found = _assertion(lines, index) or found
+    if found is None:
+        return ParseFailure("no 'assert ... == X' line and no 'Answer: X' line", text)
+    return Answer(_tidy(found))
+
+
+def ancestor_output(text: str) -> Extracted:
+    """The ancestor's rule: the last match of ``==\\s*(.*?)\\s*```` ``, else ``""``."""
+    matches = _ANCESTOR.findall(text)
+    return Answer(matches[-1] if matches else "")
+
+
+def read_value(text: str) -> tuple[bool, object]:
+    """``(True, value)`` for the literal the text states (all of it, else its longest literal
+    prefix: trailing prose is cut); ``(False, None)`` when there is none."""
+    for candidate in (text, extraction.robust_value(text)):
+        if candidate is not None:
+            try:
+                return True, values.parse(candidate)
+            except values.ValueParseError:
+                continue
+    return False, None
+
+
+# ---------------------------------------------------------------------------------------
+# grading
+# ---------------------------------------------------------------------------------------
+
+
+def grade_project(item: Item, sample: int, text: str) -> Score:
+    try:
+        truth = item.truth_value()
+    except ValueError as exc:
+        return verdict(item, sample, text, Reason.BAD_TRUTH, str(exc))
+    ok, value = read_value(text)
+    if not ok:
+        return verdict(item, sample, text, Reason.NOT_LITERAL, "no literal in the answer")
+    same = values.equal(truth, value, "lenient")
+    return verdict(item, sample, text, Reason.CORRECT if same else Reason.WRONG)
+
+
+def _ancestor_accepts(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call):  # ast.literal_eval also accepts set()
+        func = node.func
+        return isinstance(func, ast.Name) and func.id == "set" and not node.args + node.keywords
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_ancestor_accepts(element) for element in node.elts)
+    if isinstance(node, ast.Dict):
+        keys_ok = all(key is not None and _ancestor_accepts(key) for key in node.keys)
+        return keys_ok and all(_ancestor_accepts(item) for item in node.values)
+    return is_python_literal(node)
+
+
+def ancestor_literal(text: str) -> tuple[bool, object]:
+    """What ``ast.literal_eval(text)`` returns, read with :func:`values.parse` (never run)."""
+    try:
+        tree = ast.parse(text.lstrip(" \t"), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False, None
+    if not _ancestor_accepts(tree.body):
+        return False, None
+    try:
+        return True, values.parse(text)
+    except values.ValueParseError:
+        return False, None
+
+
+def grade_ancestor(item: Item, sample: int, text: str) -> Score:
+    gold_ok, gold = ancestor_literal(item.truth)
+    if not gold_ok:
+        return verdict(item, sample, text, Reason.BAD_TRUTH,
+                       f"ast.literal_eval rejects the gold {item.truth!r} (upstream crashes)")  # fmt: skip
+    ok, value = ancestor_literal(text)
+    same = values.equal(gold, value if ok else text, "strict")
+    return verdict(item, sample, text, Reason.CORRECT if same else Reason.WRONG)
+
+
+class CoreOutput:
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` for CoRE output prediction."""
+
+    name = OUTPUT_TASK
+    styles = tuple(CoreStyle)
+
+    def prompt(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
+        return fill(TEMPLATES[core_style(style)], item.fields)
+
+    def extract(
+        self,
+        text: str,
+        style: CoreStyle | str = CoreStyle.DIRECT,
+        mode: Extraction | str = Extraction.ROBUST,
+    ) -> Extracted:
+        core_style(style)
+        chosen = Extraction(mode)
+        if chosen is Extraction.OFFICIAL_OPENAI:
+            raise ValueError("CoRE extraction: 'robust' (project rule) or 'official' (ancestor)")
+        return ancestor_output(text) if chosen is Extraction.OFFICIAL else extract_answer(text)
+
+    def plan(
+        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.STRICT
+    ) -> Plan:
+        grade = grade_ancestor if Grading(grading) is Grading.OFFICIAL else grade_project
+        return build_plan(item, answers, lambda sample, text: grade(item, sample, text))
+
+    def score(
+        self,
+        item: Item,
+        answer: Extracted,
+        pool: Pool | None = None,
+        grading: Grading | str = Grading.STRICT,
+    ) -> Score:
+        """One verdict; CoRE answers are literals, so no pool is needed."""
+        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]

@@ -1,0 +1,332 @@
+"""CoRE intermediate-state probes: a question about one implementation run on one input.
+
+CoRE publishes no probe prompt: :data:`PROMPTS` are project-defined (benchmarks.md §5.4), one per
+CoRE style, and show only the code, the call and the question. Answers are located like output
+answers (:func:`extract_answer`) and matched by a fixed rule (the paper gives none):
+
+- one gold value: the answer's literal (trailing prose cut; a single ``name = value`` part is
+  read as its value) equals it under ``values.equal(..., "lenient")``; for a ``str`` gold, an
+  answer that is no literal also matches when its bare text is the string (``else`` vs 'else');
+- several parts (``metadata["multi_part"]``): a dict with the same names (quotes ignored), a
+  tuple or list in the gold's order, or ``name = value`` / ``name: value`` parts; each part
+  matches as above. Descriptive parts of a question are never graded.
+
+Both gradings use this matcher. :func:`check_trace` compares a gold with our tracer's record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from codereasoner import values
+from codereasoner.execution import Pool
+from codereasoner.tasks.base import Extracted, Extraction, Grading, Item, Reason, Score
+from codereasoner.tasks.core_output import (
+    OUTPUT_TASK,
+    CoreOutput,
+    CoreStyle,
+    core_style,
+    extract_answer,
+    read_value,
+)
+from codereasoner.tasks.plans import Plan, build_plan, run_plans, verdict
+from codereasoner.trace import ExecutionTrace
+
+PROBE_TASK = "core_probe"
+_HEAD = ("You are given a Python function, an input, and a question about the function's "
+         "execution on that input.\n\n{code}\nInput: {func_name}({input})\nQuestion: {question}"
+         "\n\n")  # fmt: skip
+_ANSWER = "Answer with the exact value as a Python literal on a final line of the form `Answer: <value>`.\n"
+PROMPTS = {  # project-defined, not a benchmark template
+    CoreStyle.DIRECT: _HEAD + _ANSWER,
+    CoreStyle.COT: _HEAD + "Think step by step before answering. " + _ANSWER,
+    CoreStyle.COC: _HEAD + "Execute the program step by step as a trace before answering: "
+    "between [TRACE] and [/TRACE], write `line: <code>`, `explanation: <what it does>` and "
+    "`delta state: <the variables that changed>` for each executed line. " + _ANSWER,
+}
+
+
+def _top_level(text: str) -> list[int]:
+    """Indexes of the characters outside brackets and quotes."""
+    found, depth, quote = [], 0, ""
+    for index, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote and text[index - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0:
+            found.append(index)
+    return found
+
+
+def _split(text: str, separators: str) -> list[str]:
+    cuts = [index for index in _top_level(text) if text[index] in separators]
+    pieces = [text[a + 1 : b] for a, b in zip([-1, *cuts], [*cuts, len(text)], strict=True)]
+    return [piece.strip() for piece in pieces if piece.strip()]
+
+
+def _separator(part: str) -> int | None:
+    """The first top-level ``:`` or ``=`` (not ``==``, ``<=``, ``>=``, ``!=``)."""
+    for index in _top_level(part):
+        char, before, after = part[index], part[index - 1 : index], part[index + 1 : index + 2]
+        if char == ":" or (char == "=" and before not in ("=", "<", ">", "!") and after != "="):
+            return index
+    return None
+
+
+def _name(text: str) -> str:
+    return text.strip().strip("`'\"*").strip()
+
+
+def parts_of(text: str) -> dict[str, object] | None:
+    """``a = 1, b: [2]; c=x`` -> ``{"a": 1, "b": [2]}`` (parts that hold no literal dropped);
+    None when the text has no such part."""
+    found: dict[str, object] = {}
+    for part in _split(text, ",;\n"):
+        cut = _separator(part)
+        if cut is None or not _name(part[:cut]):
+            continue
+        ok, value = read_value(part[cut + 1 :])
+        if ok:
+            found[_name(part[:cut])] = value
+    return found or None
+
+
+def _bare(text: str) -> str:
+    text = text.strip().strip("`").strip().rstrip(".").strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def match_value(gold: object, text: str) -> bool:
+    ok, value = read_value(text)
+    if ok and values.equal(gold, value, "lenient"):
+        return True
+    parts = parts_of(text)
+    if parts is not None and len(parts) == 1:
+        return values.equal(gold, next(iter(parts.values())), "lenient")
+    return not ok and type(gold) is str and _bare(text) == gold
+
+
+def match_parts(gold: dict[str, object], text: str) -> bool:
+    ok, value = read_value(text)
+    for candidate in ([value] if ok else []) + [parts_of(text)]:
+        ordered: list[object] | None = None
+        if type(candidate) is dict:
+            named = {_name(key): item for key, item in candidate.items() if type(key) is str}
+            if set(named) == set(gold):
+                return all(values.equal(gold[key], named[key], "lenient") for key in gold)
+            ordered = list(candidate.values())
+        elif type(candidate) in (list, tuple):
+            ordered = list(candidate)  # type: ignore[call-overload]
+        if ordered is not None and len(ordered) == len(gold):
+            pairs = zip(gold.values(), ordered, strict=True)
+            return all(values.equal(g, v, "lenient") for g, v in pairs)
+    return False
+
+
+def grade_probe(item: Item, sample: int, text: str) -> Score:
+    try:
+        gold = item.truth_value()
+    except ValueError as exc:
+        return verdict(item, sample, text, Reason.BAD_TRUTH, str(exc))
+    multi = bool(item.metadata.get("multi_part")) and type(gold) is dict
+    same = match_parts(gold, text) if multi else match_value(gold, text)  # type: ignore[arg-type]
+    if same:
+        return verdict(item, sample, text, Reason.CORRECT)
+    readable = read_value(text)[0] or parts_of(text) is not None or type(gold) is str
+    return verdict(item, sample, text, Reason.WRONG if readable else Reason.NOT_LITERAL)
+
+
+class CoreProbe:
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` for CoRE probes."""
+
+    name = PROBE_TASK
+    styles = tuple(CoreStyle)
+
+    def prompt(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
+        return PROMPTS[core_style(style)].format_map(dict(item.fields))
+
+    def extract(
+        self,
+        text: str,
+        style: CoreStyle | str = CoreStyle.DIRECT,
+        mode: Extraction | str = Extraction.ROBUST,
+    ) -> Extracted:
+        """The project rule under every mode (the ancestor has no probes)."""
+        core_style(style)
+        Extraction(mode)
+        return extract_answer(text)
+
+    def plan(
+        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.STRICT
+    ) -> Plan:
+        Grading(grading)
+        return build_plan(item, answers, lambda sample, text: grade_probe(item, sample, text))
+
+    def score(
+        self,
+        item: Item,
+        answer: Extracted,
+        pool: Pool | None = None,
+        grading: Grading | str = Grading.STRICT,
+    ) -> Score:
+        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]
+
+
+class CoreTasks:
+    """Both CoRE task kinds behind one interface, dispatched on ``item.task``.
+
+    ``extract`` has no item: its project rule serves both kinds; ``Extraction.OFFICIAL`` (the
+    ancestor's regex) is meant for output items only.
+    """
+
+    name = "core"
+    styles = tuple(CoreStyle)
+
+    def __init__(self) -> None:
+        self.output, self.probe = CoreOutput(), CoreProbe()
+        self.kinds: dict[str, CoreOutput | CoreProbe] = {
+            OUTPUT_TASK: self.output,
+            PROBE_TASK: self.probe,
+        }
+
+    def _kind(self, item: Item) -> CoreOutput | CoreProbe:
+        try:
+            return self.kinds[item.task]
+        except KeyError:
+            raise ValueError(f"{item.id}: task {item.task!r} is not a CoRE task") from None
+
+    def prompt(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
+        return self._kind(item).prompt(item, style)
+
+    def extract(
+        self,
+        text: str,
+        style: CoreStyle | str = CoreStyle.DIRECT,
+        mode: Extraction | str = Extraction.ROBUST,
+    ) -> Extracted:
+        return self.output.extract(text, style, mode)
+
+    def plan(
+        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.STRICT
+    ) -> Plan:
+        return self._kind(item).plan(item, answers, grading)
+
+    def score(
+        self,
+        item: Item,
+        answer: Extracted,
+        pool: Pool | None = None,
+        grading: Grading | str = Grading.STRICT,
+    ) -> Score:
+        return self._kind(item).score(item, answer, pool, grading)
+
+
+# ---------------------------------------------------------------------------------------
+# ground truth against our tracer
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TraceCheck:
+    """``distance``: line events between the probe's target step and the nearest step where
+    every gold part is observed (0: the target itself); None when none within the window."""
+
+    item_id: str
+    distance: int | None
+    target_line: int | None  # our line of the target step, minus 1 (CoRE's numbering)
+
+
+_SUBSCRIPT = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\[\s*(-?\d+|[A-Za-z_]\w*)\s*\]")
+_MISSING = object()
+
+
+def _element(state: dict[str, object], container: str, index: str) -> object:
+    """``state[container][index]`` (index: an int literal or a variable), else _MISSING."""
+    value = state.get(container, _MISSING)
+    key = int(index) if index.lstrip("-").isdigit() else state.get(index, _MISSING)
+    if type(key) is not int:
+        return _MISSING
+    if type(value) in (list, tuple, str) and -len(value) <= key < len(value):  # type: ignore[arg-type]
+        return value[key]  # type: ignore[index]
+    return value[key] if type(value) is dict and key in value else _MISSING
+
+
+def _observations(
+    trace: ExecutionTrace, names: set[str], subscripts: list[tuple[str, str]]
+) -> list[list[tuple[str, object]]]:
+    """Per step: (variable, value) of its frame before and after it, ``name[i]`` elements the
+    question mentions, and ("", condition outcome), ("", returned value)."""
+    cache: dict[str, object] = {}
+
+    def read(text: str) -> object:
+        if text not in cache:
+            try:
+                cache[text] = values.parse(text)
+            except values.ValueParseError:
+                cache[text] = _MISSING
+        return cache[text]
+
+    texts: dict[int, dict[str, str | None]] = {}
+    seen: list[list[tuple[str, object]]] = []
+    for step in trace.steps:
+        state = texts.get(step.fid)
+        if state is None or step.args is not None:
+            state = texts[step.fid] = dict(step.args or {})
+        snapshots = [dict(state)]
+        state.update(step.changes)
+        snapshots.append(dict(state))
+        here: list[tuple[str, object]] = [("", step.cond)] if step.cond is not None else []
+        here += [("", read(step.ret))] if step.ret is not None else []
+        for snapshot in snapshots:
+            known = {name: read(text) for name, text in snapshot.items() if text is not None}
+            here += [(name, value) for name, value in known.items() if not names or name in names]
+            here += [(container, _element(known, container, index))
+                     for container, index in subscripts]  # fmt: skip
+        seen.append([(name, value) for name, value in here if value is not _MISSING])
+    return seen
+
+
+def check_trace(item: Item, trace: ExecutionTrace, window: int = 3) -> TraceCheck:
+    """Whether the gold is what our tracer records at the probe's target step (±``window``).
+
+    A part named like a traced variable must be that variable's value; other parts (a
+    condition, an expression) may be any observed value, restricted to the variables the
+    question names when it names any (elements ``name[i]`` it names count as ``name``).
+    Steps are line events counted from 1, as CoRE's; its step k shows the state after the line
+    that ran before our k-th event, so both steps are the target.
+    """
+    event = int(item.metadata["target_step_index"]) - 1
+    line = trace.steps[event].line - 1 if 0 <= event < len(trace.steps) else None
+    gold = item.truth_value()
+    parts = gold if item.metadata.get("multi_part") and type(gold) is dict else {"": gold}
+    traced = {name for step in trace.steps for name in (*step.changes, *(step.args or {}))}
+    question = str(item.fields.get("question", ""))
+    mentioned = {name for name in traced if _mentions(question, name)}
+    subscripts = [(name, index) for name, index in _SUBSCRIPT.findall(question) if name in traced]
+    seen = _observations(trace, mentioned | (set(parts) & traced), subscripts)
+    for distance in range(window + 1):
+        # CoRE's step k is our k-th line event and the line that ran just before it
+        steps = range(max(0, event - 1 - distance), min(len(seen), event + distance + 1))
+        pool = [pair for index in steps for pair in seen[index]]
+        if all(_observed(str(name), value, pool, traced) for name, value in parts.items()):
+            return TraceCheck(item.id, distance, line)
+    return TraceCheck(item.id, None, line)
+
+
+def _mentions(question: str, name: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", question) is not None
+
+
+def _observed(name: str, value: object, pool: list[tuple[str, object]], traced: set[str]) -> bool:
+    named = name in traced
+    return any((not named or seen == name) and values.equal(value, item, "lenient")
+               for seen, item in pool)  # fmt: skip

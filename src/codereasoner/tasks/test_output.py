@@ -1,0 +1,84 @@
+"""Test output prediction (LiveCodeBench): from a problem statement, a signature and a test
+input, predict the test's output. No solution code exists; the gold output is JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from codereasoner.execution import Pool
+from codereasoner.tasks import extraction
+from codereasoner.tasks.base import (
+    Answer,
+    Extracted,
+    Extraction,
+    Grading,
+    Item,
+    ParseFailure,
+    Reason,
+    Score,
+    Style,
+    check_style,
+    fill,
+)
+from codereasoner.tasks.grading import official_expression, strict_value
+from codereasoner.tasks.plans import Job, Plan, build_plan, run_plans, verdict
+
+TEMPLATE = "livecodebench/test_output.txt"
+SYSTEM_GENERIC = "livecodebench/test_output_system_generic.txt"
+SYSTEM_CODELLAMA = "livecodebench/test_output_system_cllama.txt"
+
+
+class TestOutputPrediction:
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` for LiveCodeBench test output prediction."""
+
+    __test__ = False  # not a pytest test class
+    name = "test_output_prediction"
+    styles = (Style.DIRECT,)
+
+    def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str:
+        """The user content; the system message (SYSTEM_*) is the model wrapper's business."""
+        check_style(style, self.styles)
+        return fill(TEMPLATE, item.fields)
+
+    def extract(
+        self,
+        text: str,
+        style: Style | str = Style.DIRECT,
+        mode: Extraction | str = Extraction.OFFICIAL,
+        *,
+        codellama: bool = False,
+    ) -> Extracted:
+        """Upstream keeps the last ``assert`` line or the first fenced block (maybe multi-line)."""
+        check_style(style, self.styles)
+        if Extraction(mode) is Extraction.ROBUST:
+            found = extraction.robust_value(text, last=True)
+            return Answer(found) if found is not None else ParseFailure("no asserted value", text)
+        found = extraction.lcb_test_output(text, codellama=codellama)
+        return Answer(found) if found else ParseFailure("no assert line or code block", text)
+
+    def plan(
+        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
+    ) -> Plan:
+        official = Grading(grading) is Grading.OFFICIAL
+
+        def grade(sample: int, text: str) -> Score | Job:
+            if official:
+                rhs = extraction.lcb_assert_rhs(text)
+                return official_expression(item, sample, text, rhs)
+            value = extraction.robust_value(text, last=True)
+            if value is None:
+                return verdict(item, sample, text, Reason.NO_ANSWER, "no asserted value")
+            return strict_value(item, sample, value)
+
+        return build_plan(item, answers, grade)
+
+    def score(
+        self,
+        item: Item,
+        answer: Extracted,
+        pool: Pool | None = None,
+        grading: Grading | str = Grading.OFFICIAL,
+    ) -> Score:
+        """One verdict; a non-literal right-hand side is evaluated in ``pool``."""
+        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]

@@ -1,0 +1,355 @@
+"""REval task kinds: templates, answer extraction on messy outputs, state answers, grading."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from codereasoner.benchmarks import reval
+from codereasoner.benchmarks.reval_items import build_items
+from codereasoner.benchmarks.reval_truth import PairTruth
+from codereasoner.execution import Pool
+from codereasoner.tasks import Answer, Item, ParseFailure, Reason, run_plans, template
+from codereasoner.tasks.path import answer_lines
+from codereasoner.tasks.reval_output import completed_answer, penalized
+from codereasoner.tasks.reval_tasks import KINDS, RevalTasks
+from codereasoner.tasks.state_answers import NIL, parse_state, state_verdict
+from tests.conftest import SHARED_DATA
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"
+SHARED = SHARED_DATA / "reval"
+SPEC = SHARED_DATA.parent / "reference" / "benchmarks.md"
+TASKS = RevalTasks()
+RUNNING_MAX = (
+    "from typing import List\n\n\ndef running_max(xs: List[int]) -> List[int]:\n    out = []\n"
+    "    best = None\n    for x in xs:\n        if best is None or x > best:\n            best = x\n"
+    "        out.append(best)\n    return out\n"
+)
+HASHES = {  # benchmarks.md 4.3
+    "direct_coverage": "1a96d57e3d7eec08c8b757381ba7d9d3ee4b77dfd631a009aae685f504a7629d",
+    "cot_coverage": "3809a152403f7fd116f5f6724dbdf6abc0479689eb999cad1d814bf6d6214f3b",
+    "direct_state": "eea297983e6bafd51ed950d599efe7151eba01815e744efe243eae647074e353",
+    "cot_state": "b7627043bb502b260398f0a1f81ceb128027895b4f7c8fd3780aa36b3840e253",
+    "direct_path": "ecf6b4df7c14f2aac495e943a5c531a7f2dca554455440415fccafca08e3d30e",
+    "cot_path": "295f1813facfc67659968e7ba1a00eb6abdab65a9ae930d4e5331406c054c301",
+    "direct_output": "4bf741cf64666b4468684f4c08a06a0026586173d1d1df6af138793ebd522ff9",
+    "cot_output": "26c0dc3c18a2c5ec458b619fa359892b55c68dff1e038afc9982beb1535f2a90",
+}
+
+
+def items_without_truth(folder: Path) -> dict[str, Item]:
+    """Items with placeholder truth: prompts do not depend on it (no sandbox needed)."""
+    pairs = reval.read_pairs({name: folder / name for name in (reval.DATA.filename,
+                                                               reval.TASKS.filename)})  # fmt: skip
+    blank = {p.key: PairTruth([True] * len(p.questions), [[-1]] * len(p.questions),
+                              [None] * len(p.questions), ["trace"] * len(p.questions), "0", 0)
+             for p in pairs}  # fmt: skip
+    return {item.id: item for item in build_items(pairs, blank, "reval")}
+
+
+# -- templates ---------------------------------------------------------------------------------
+
+
+def test_templates_are_byte_exact() -> None:
+    for name, digest in HASHES.items():
+        text = template(f"reval/{name}.txt")
+        assert hashlib.sha256(text.encode()).hexdigest() == digest, name
+        assert text.endswith("[ANSWER]" if name.startswith("direct") else "[THOUGHT]"), name
+    assert "information.  Think step by step" in template("reval/cot_state.txt")
+    assert "so int(a) is 1. \n" in template("reval/cot_state.txt")
+    assert "self.x = []\n    \n    def f" in template("reval/direct_state.txt")
+    assert "    x*2\n        else:\n            return x\nf(3)\n" not in template(
+        "reval/cot_coverage.txt"
+    )
+    assert "return x\nf(3)" in template("reval/direct_coverage.txt")
+    assert "return x\n\nf(3)" in template("reval/cot_coverage.txt")
+
+
+def spec_block(title: str) -> str:
+    text = SPEC.read_text()
+    start = text.index(title)
+    body = text[text.index("```\n", start) + 4 :]
+    return body[: body.index("\n```\n")]
+
+
+@pytest.mark.skipif(not SPEC.exists() or not SHARED.exists(), reason="shared data not available")
+def test_rendered_prompts_match_the_spec_examples() -> None:
+    items = items_without_truth(SHARED)
+    path = TASKS.prompt(items["DREval/0/0/17/path"])
+    assert path.endswith(spec_block("Rendered direct path prompt tail for DREval/0"))
+    output = TASKS.prompt(items["DREval/85/0/output"])
+    tail = spec_block("Rendered direct output prompt tail for ClassEval DREval/85")
+    assert output.endswith(tail.removeprefix("...\n"))
+
+
+def test_prompt_dispatch_and_styles() -> None:
+    items = items_without_truth(FIXTURES)
+    state = items["DREval/2/0/7/state"]
+    prompt = TASKS.prompt(state, "cot")
+    assert prompt.endswith(
+        "Is Line 7 (        self.count += n) executed when the above test code is called? If so, "
+        "what is the value and type of the variable self.count after Line 7 is executed? If not, "
+        "answer Nil.\n[/QUESTION]\n[THOUGHT]"
+    )
+    assert "\n# setup code executed previously\n        self.counter = Counter(10)\n# \n" in prompt
+    with pytest.raises(ValueError, match="not a valid Style"):
+        TASKS.prompt(state, "haiku")
+    with pytest.raises(ValueError, match="not supported here"):
+        TASKS.prompt(state, "phind")
+    assert set(KINDS) == {"coverage", "state", "path", "output"}
+
+
+# -- extraction: a corpus of messy outputs, per kind ------------------------------------------
+
+COVERAGE = [  # (completion, style, official, robust; None = no answer)
+    ("YES", "direct", "YES", "YES"),
+    (" no \n", "direct", "NO", "NO"),
+    ("Yes.", "direct", "YES", "YES"),
+    ("YES, because line 3 runs first", "direct", "YES", "YES"),
+    ("NOT executed", "direct", "NO", None),
+    ("The answer is YES", "direct", "NO", "YES"),  # upstream reads the first 3 characters only
+    ("", "direct", "NO", None),
+    ("YES\n[/ANSWER]", "direct", "YES", "YES"),
+    ("[ANSWER]\nNO\n[/ANSWER]\n[ANSWER]\nYES\n[/ANSWER]", "direct", "NO", "NO"),  # first block
+    ("[ANSWER]\nYES\n[/ANSWER", "direct", "YES", "YES"),  # truncated stop tag
+    ("[ANSWER]\n```\nYES\n```\n[/ANSWER]", "direct", "NO", "YES"),  # fences: ambiguous upstream
+    ("true", "direct", "NO", "YES"),  # JSON spelling
+    ("[THOUGHT]\n1. x is 3\n[/THOUGHT]\n[ANSWER]\nYES\n[/ANSWER]", "cot", "YES", "YES"),
+    ("[THOUGHT]\n1. x is 3\n[ANSWER]\nYES\n[/ANSWER]", "cot", "NO", "YES"),  # unfinished CoT
+    # coverage upper-cases first, so lower-case tags count (and only the first 3 chars decide)
+    ("[THOUGHT]\nx is 3\n[/thought]\n[answer]\nyes\n[/answer]", "cot", "YES", "YES"),
+    ("1. x is 3\n[/THOUGHT]\nyes", "cot", "NO", "YES"),
+    ("I think so", "direct", "NO", None),
+]
+
+
+@pytest.mark.parametrize(("text", "style", "official", "robust"), COVERAGE)
+def test_coverage_extraction(text: str, style: str, official: str, robust: str | None) -> None:
+    task = KINDS["coverage"]
+    assert task.extract(text, style) == Answer(official)
+    found = task.extract(text, style, "robust")
+    assert found == (Answer(robust) if robust else ParseFailure("no YES or NO", text))
+
+
+PATH = [  # (completion, style, official, robust)
+    ("return out", "direct", "return out", "return out"),
+    ("[ANSWER]\nout.append(best)\n[/ANSWER]", "direct", "out.append(best)", "out.append(best)"),
+    ("-1", "direct", "-1", "-1"),
+    ("-1 (the function returns)", "direct", "-1 (the function returns)", "-1"),
+    ("", "direct", "-2", None),
+    ("  best = x  \nbecause x > best", "direct", "best = x", "best = x"),
+    ("10\tout.append(best)", "direct", "10\tout.append(best)", "out.append(best)"),
+    ("Line 10: out.append(best)", "direct", "Line 10: out.append(best)", "out.append(best)"),
+    ("10", "direct", "10", "out.append(best)"),  # a bare number: that line of the code
+    ("out.append(best)  # keeps the max", "direct", "out.append(best)  # keeps the max",
+     "out.append(best)"),
+    ("```python\nreturn out\n```", "direct", "```python", "return out"),
+    ("`return out`", "direct", "`return out`", "return out"),
+    ("[THOUGHT]\nthe loop ends\n[/THOUGHT]\nreturn out", "cot", "[THOUGHT]", "return out"),
+    ("[THOUGHT]\nthe loop ends\n[ANSWER]\nreturn out", "cot", "-2", "return out"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "style", "official", "robust"), PATH)
+def test_path_extraction(text: str, style: str, official: str, robust: str | None) -> None:
+    task = KINDS["path"]
+    assert task.extract(text, style) == Answer(official)
+    found = task.extract(text, style, "robust", code=RUNNING_MAX)  # type: ignore[call-arg]
+    assert found == (Answer(robust) if robust else ParseFailure("no line of code", text))
+
+
+def test_path_answer_lines() -> None:
+    code = "def f(x):\n    if x:\n        return 1\n    else:\n        return 1\n"
+    assert answer_lines("return 1", code) == [3, 5]  # duplicates both count
+    assert answer_lines("-1", code) == [-1] and answer_lines("-2", code) == [-2]
+    assert answer_lines("3\treturn 1", code) == [-2]  # the numbered prefix matches nothing
+    assert answer_lines("3", code) == [-2]  # only -1 and -2 are numbers upstream
+
+
+STATE = [  # (completion, style, official, robust)
+    ("1; int", "direct", "1; int", "1; int"),
+    ("[ANSWER]\n\u2018a\u2019; str\n[/ANSWER]", "direct", "'a'; str", "'a'; str"),
+    ("[ANSWER]\n`[1, 2]`; `list`\n[/ANSWER]", "direct", "`[1, 2]`; `list`", "[1, 2]; list"),
+    ("Nil", "direct", "Nil", "Nil"),
+    ("[ANSWER]\nNil.\n[/ANSWER]", "direct", "Nil.", "Nil"),
+    ("3; int  (after the loop)", "direct", "3; int  (after the loop)", "3; int"),
+    ("```\n{'a': 1}; dict\n```", "direct", "```\n{'a': 1}; dict\n```", "{'a': 1}; dict"),
+    ("null; NoneType", "direct", "null; NoneType", "None; NoneType"),
+    ("[THOUGHT]\nx grows\n[/THOUGHT]\n[ANSWER]\n2; int\n[/ANSWER]", "cot", "2; int", "2; int"),
+    ("[THOUGHT]\nx grows\n[ANSWER]\n2; int", "cot", "ERROR", "2; int"),
+    ("the value is two", "direct", "the value is two", None),
+]
+
+
+@pytest.mark.parametrize(("text", "style", "official", "robust"), STATE)
+def test_state_extraction(text: str, style: str, official: str, robust: str | None) -> None:
+    task = KINDS["state"]
+    assert task.extract(text, style) == Answer(official)
+    found = task.extract(text, style, "robust")
+    assert found == (Answer(robust) if robust else ParseFailure("no 'value; type' or Nil", text))
+
+
+OUTPUT = [  # (completion, style, official, robust)
+    ("assert f(1) == 2", "direct", "assert f(1) == 2", "assert f(1) == 2"),
+    ("[ANSWER]\nassert f(1) == 2\n[/ANSWER]", "direct", "assert f(1) == 2", "assert f(1) == 2"),
+    ("```python\nassert f(1) == 2\n```\nThis holds because f doubles.", "direct",
+     "```python\nassert f(1) == 2\n```\nThis holds because f doubles.", "assert f(1) == 2"),
+    ("Here is the completed code:\na = A(3)\nassertEqual(a.f(2), 5)", "direct",
+     "Here is the completed code:\na = A(3)\nassertEqual(a.f(2), 5)",
+     "a = A(3)\nassertEqual(a.f(2), 5)"),
+    ("[THOUGHT]\nf doubles\n[ANSWER]\nassert f(1) == 2", "cot", "ERROR", "assert f(1) == 2"),
+    ("no idea", "direct", "no idea", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "style", "official", "robust"), OUTPUT)
+def test_output_extraction(text: str, style: str, official: str, robust: str | None) -> None:
+    task = KINDS["output"]
+    assert task.extract(text, style) == Answer(official)
+    found = task.extract(text, style, "robust")
+    assert found == (Answer(robust) if robust else ParseFailure("no test code", text))
+
+
+def test_composite_extraction_needs_the_item_for_kind_rules() -> None:
+    items = items_without_truth(FIXTURES)
+    text = "[ANSWER]\n10\n[/ANSWER]"
+    assert TASKS.extract_for(items["DREval/0/0/9/path"], text, "direct", "robust") == Answer(
+        "out.append(best)"
+    )
+    assert TASKS.extract(text) == Answer("10")  # only the shared tag cutting
+    assert isinstance(TASKS.extract("[THOUGHT] unfinished", "cot"), ParseFailure)
+
+
+# -- state answers ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "parsed"),
+    [
+        ("Nil", NIL), ("nil", NIL), ("[Nil]", NIL), ("Nil; NoneType", NIL),
+        ("3; int", (3, "int")), ("3; Integer", (3, "int")), ("'a'; string", ("a", "str")),
+        ("[1, 2]; List[int]", ([1, 2], "list")), ("(1, 2); tuple[int, int]", ((1, 2), "tuple")),
+        ("1, 2; int, int", ((1, 2), "tuple")), ("5; <class 'int'>", (5, "int")),
+        ("None; NoneType", (None, "NoneType")), ("abc; str", ("abc", "str")),
+        ("true; bool", (True, "bool")),
+        # greedy generic removal: list[tuple[...]] keeps "list[tuple", which contains "tuple"
+        ("[(1, 2)]; list[tuple[int, int]]", ([(1, 2)], "tuple")),
+    ],
+)  # fmt: skip
+def test_state_answers_parse(answer: str, parsed: object) -> None:
+    found = parse_state(answer)
+    assert found == NIL if parsed == NIL else (found.value, found.type) == parsed  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("answer", "truth", "right"),
+    [
+        ("Nil", None, True), ("Nil", [["int", "1"]], False), ("1; int", None, False),
+        ("1; int", [["int", "1"], ["int", "2"]], True), ("3; int", [["int", "1"]], False),
+        ("True; int", [["int", "1"]], False),  # the value's own type must be the stated type
+        ("1; int", [["bool", "True"]], False),  # and the stated type an expected one
+        ("5; str", [["str", "'5'"]], False), ("'5'; str", [["str", "'5'"]], True),
+        ("0.30000000000000004; float", [["float", "0.3"]], True),
+        ("0.3001; float", [["float", "0.3"]], False),
+        ("[1, 2]; list", [["list", "[1.0, 2.0]"]], True),  # == across int and float
+        ("None; NoneType", [["NoneType", "None"], ["int", "3"]], True),
+        ("[1, 2]; numpy.ndarray", [["numpy.ndarray", "[1.0, 2.000001]"]], True),
+        ("[1, 2]; np.ndarray", [["numpy.ndarray", "[1, 2]"]], False),  # locate('np...') is None
+        ("int; type", [["type", "int"]], True),
+        ("'2023-01-02 10:00:00'; datetime.datetime",
+         [["datetime.datetime", "2023-01-02T10:00:00"]], True),
+        ("'2023-01-02 10:00:00'; datetime", [["datetime.datetime", "2023-01-02T10:00:00"]],
+         False),  # pydoc.locate("datetime") is the module
+        ("[1, 2]; collections.deque", [["collections.deque", "[1, 2]"]], True),
+        ("bytearray(b'ab'); bytearray", [["bytearray", "b'ab'"]], True),
+        ("x; int", [["int", "1"]], False), ("1 2 3", [["int", "1"]], False),
+        ("ERROR", [["int", "1"]], False), ("os.system('ls'); os.system", [["int", "1"]], False),
+        ("<A object>; A", [["__main__.A", None]], False),
+    ],
+)  # fmt: skip
+def test_state_verdicts(answer: str, truth: list | None, right: bool) -> None:
+    assert state_verdict(parse_state(answer), truth)[0] is right
+
+
+# -- grading ----------------------------------------------------------------------------------
+
+
+def test_output_rules() -> None:
+    question = "a = A(3)\nassertEqual(a.f(2), ??)\nassertEqual(a.f(4), ??)"
+    short = "assertEqual(a.f(2), 5)\nassertEqual(a.f(4), 7)"
+    assert completed_answer(short, question) == "a = A(3)\n" + short
+    assert completed_answer("ERROR", "assert f(1) == ??") == "assert False"
+    assert penalized("assert False", "assert f(1) == ??") == "penalty: contains 'assert False'"
+    assert penalized("a = A(3)\nassertTrue(True)", "assertTrue(??)") is not None
+    assert penalized("a = A(3)\nassertEqual(a.f(2), 5)", question) == (
+        "penalty: 1 asserts, the question has 2"
+    )
+    assert penalized("assert f(1) == 2", "assert f(1) == ??") is None
+
+
+def graded(pool: Pool, item: Item, answers: list[str]) -> list[tuple[bool, Reason]]:
+    (scores,) = run_plans(pool, [TASKS.plan(item, [Answer(text) for text in answers])])
+    return [(score.correct, score.reason) for score in scores]
+
+
+@pytest.fixture(scope="module")
+def fixture_items(pool: Pool, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Item]:
+    paths = {name: FIXTURES / name for name in (reval.DATA.filename, reval.TASKS.filename)}
+    items = reval.load(paths, pool=pool, cache=tmp_path_factory.mktemp("cache"))
+    return {item.id: item for item in items}
+
+
+def test_output_grading_in_the_sandbox(pool: Pool, fixture_items: dict[str, Item]) -> None:
+    classeval = fixture_items["DREval/2/0/output"]
+    assert graded(pool, classeval, [
+        "assertEqual(self.counter.add(5), 15)\nassertEqual(self.counter.add(2), 17)",
+        "assertEqual(self.counter.add(5), 15)\nassertEqual(self.counter.add(2), 18)",
+        "assert self.counter.add(5) == 15\nassert self.counter.add(2) == 17",  # 'self.assert ...'
+        "self.assertEqual(self.counter.add(5), 15)\nself.assertEqual(self.counter.add(2), 17)",
+        "assertEqual(self.counter.add(5), 15)\nassertTrue(True)",
+        "ERROR",
+    ]) == [
+        (True, Reason.CORRECT), (False, Reason.ASSERTION_FAILED), (False, Reason.SYNTAX_ERROR),
+        (False, Reason.ERROR),  # self.self.assertEqual: AttributeError, as upstream
+        (False, Reason.WRONG), (False, Reason.WRONG),  # penalties
+    ]  # fmt: skip
+    leak = fixture_items["DREval/2/1/output"]
+    # one line answers the last line; the question's first two lines are prepended
+    assert graded(pool, leak, ["assertEqual(0, counter.count)", "assertEqual(0, 3)"]) == [
+        (True, Reason.CORRECT), (False, Reason.ASSERTION_FAILED),
+    ]  # fmt: skip
+    human = fixture_items["DREval/1/0/output"]
+    assert graded(pool, human, [
+        "assert total([1, 2]) == 11", "assert total([1, 2]) == 12", "assert total([1, 2]) ==",
+        "assert total([1, 2]) == total([1, 2])",  # upstream only executes: this passes
+    ]) == [(True, Reason.CORRECT), (False, Reason.ASSERTION_FAILED),
+           (False, Reason.SYNTAX_ERROR), (True, Reason.CORRECT)]  # fmt: skip
+
+
+def test_line_kinds_grading(pool: Pool, fixture_items: dict[str, Item]) -> None:
+    assert graded(pool, fixture_items["DREval/2/0/9/coverage"], ["YES", "NO", "yes"]) == [
+        (True, Reason.CORRECT), (False, Reason.WRONG), (True, Reason.CORRECT),
+    ]  # fmt: skip
+    assert graded(pool, fixture_items["DREval/2/0/9/path"],
+                  ["self.count += n", "-1", "return self.count", "-2"]) == [
+        (True, Reason.CORRECT), (True, Reason.CORRECT), (False, Reason.WRONG),
+        (False, Reason.WRONG),
+    ]  # fmt: skip
+    assert graded(pool, fixture_items["DREval/2/0/9/state"],
+                  ["17; int", "16; int", "17; str", "seventeen"]) == [
+        (True, Reason.CORRECT), (False, Reason.WRONG), (False, Reason.WRONG),
+        (False, Reason.NOT_LITERAL),
+    ]  # fmt: skip
+    failure = ParseFailure("no YES or NO", "hmm")
+    (scores,) = run_plans(pool, [TASKS.plan(fixture_items["DREval/0/1/9/coverage"], [failure])])
+    assert (scores[0].correct, scores[0].reason) == (False, Reason.NO_ANSWER)
+
+
+def test_grading_modes() -> None:
+    item = items_without_truth(FIXTURES)["DREval/0/0/output"]
+    with pytest.raises(ValueError, match="officially"):
+        TASKS.plan(item, [Answer("x")], "strict")
+    assert re.fullmatch(r"DREval/\d+/\d+/output", item.id)

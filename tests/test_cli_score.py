@@ -1,0 +1,195 @@
+"""``codereasoner score`` and ``codereasoner bench`` as a user runs them: a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from math import comb
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SHARED_DATA
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CRUX = FIXTURES / "cruxeval"
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codereasoner", *map(str, args)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def hand_pass_at_k(verdicts: dict[str, list[bool | None]], k: int, official: bool) -> float:
+    """Percent; from the hand-decided verdicts, with the textbook formula (not the project's)."""
+    total = 0.0
+    for flags in verdicts.values():
+        c = sum(flag is True for flag in flags)
+        n = sum(flag is not None for flag in flags) if official and c else len(flags)
+        total += 1.0 if n - c < k else 1 - comb(n - c, k) / comb(n, k)
+    return 100 * total / len(verdicts)
+
+
+@pytest.mark.parametrize(("bench", "task"), [("cruxeval-o", "output"), ("cruxeval-i", "input")])
+def test_score_fixture_generations_json(bench: str, task: str) -> None:
+    expected = json.loads((CRUX / f"{task}_expected.json").read_text())
+    done = cli("score", "--bench", bench, "--generations", CRUX / f"{task}_generations.json",
+               "--data-dir", CRUX, "--json", "--strict-report", "--timeout", "0.5")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["benchmark"], report["format"], report["items"], report["samples"]) == (
+        bench,
+        "official",
+        6,
+        60,
+    )
+    for k in (1, 5):
+        assert report[f"pass@{k}"] == pytest.approx(
+            hand_pass_at_k(expected["official"], k, True), abs=1e-9
+        )
+        assert report["strict"][f"pass@{k}"] == pytest.approx(
+            hand_pass_at_k(expected["strict"], k, False), abs=1e-9
+        )
+    differ = sum(
+        bool(a) != b
+        for item_id, flags in expected["official"].items()
+        for a, b in zip(flags, expected["strict"][item_id], strict=True)
+    )
+    assert report["strict"]["disagreements"] == differ > 0
+    assert sum(row["items"] for row in report["breakdown"]["rows"].values()) == 6
+    assert report["sandbox_errors"] == 0
+
+
+def test_score_table_output() -> None:
+    done = cli(
+        "score",
+        "--bench",
+        "cruxeval-o",
+        "-g",
+        CRUX / "output_generations.json",
+        "--data-dir",
+        CRUX,
+        "--k",
+        "1",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pass@1" in done.stdout and "pass@5" not in done.stdout
+    assert "bool" in done.stdout and "output_type" in done.stdout
+
+
+def test_score_jsonl_completions(tmp_path: Path) -> None:
+    truth = {"sample_0": "[2, 6]", "sample_1": "['c', 'b', 'a']", "sample_2": "[('a', 1), ('b', 2)]",
+             "sample_3": "[4, 2]", "sample_4": "1", "sample_5": "true"}  # fmt: skip
+    lines = []
+    for item_id, value in truth.items():
+        lines.append(
+            {"id": item_id, "sample": 0, "completion": f"assert f(x) == {value}\n[/ANSWER]"}
+        )
+        lines.append(
+            {"id": item_id, "sample": 1, "completion": f"[ANSWER]\nassert f(x) == {value} # why\n"}
+        )
+    path = tmp_path / "gens.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    base = [
+        "score",
+        "--bench",
+        "cruxeval-o",
+        "-g",
+        path,
+        "--data-dir",
+        CRUX,
+        "--k",
+        "1,2",
+        "--json",
+    ]
+    official = json.loads(cli(*base).stdout)
+    robust = json.loads(cli(*base, "--extraction", "robust").stdout)
+    # Official extraction keeps the text after '==': sample 0 carries '\n[/ANSWER]' (a syntax
+    # error once spliced), sample 1 a comment (fine). JSON 'true' is a NameError upstream.
+    assert official["format"] == "jsonl"
+    assert official["pass@1"] == pytest.approx(100 * (5 * 0.5 + 0) / 6)
+    assert robust["pass@1"] == pytest.approx(100 * 5 / 6)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-g", "missing.json"], "missing.json: no such file"),
+        (["-g", "{bad}"], "invalid JSON at line 1 column 17 (Expecting value)"),
+        (["-g", "{unknown}"], "record 'sample_99': unknown id for cruxeval-o"),
+        (
+            ["-g", "{shape}"],
+            "record 'sample_0': expected a list of generation strings, got an object",
+        ),
+        (
+            ["-g", "{few}", "--k", "1,5"],
+            "pass@5 needs at least 5 samples per item; 'sample_0' has 2",
+        ),
+        (["-g", "{ok}", "--k", "one"], "--k: expected comma-separated integers"),
+        (["-g", "{ok}", "--bench", "nope"], "--bench: unknown benchmark 'nope'"),
+        (["-g", "{ok}", "--data-dir", "{empty}"], "cruxeval.jsonl: not found"),
+        (["-g", "{ok}", "--style", "haiku"], "'haiku' is not a valid Style"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    ids = [f"sample_{i}" for i in range(6)]
+    files = {
+        "bad": '{"sample_0": [1,',
+        "unknown": json.dumps({**{i: ["1"] for i in ids}, "sample_99": ["1"]}),
+        "shape": json.dumps({**{i: ["1"] for i in ids}, "sample_0": {"0": "1"}}),
+        "few": json.dumps({i: ["1", "2"] for i in ids}),
+        "ok": json.dumps({i: ["1"] for i in ids}),
+    }
+    values = {"empty": str(tmp_path / "empty")}
+    (tmp_path / "empty").mkdir()
+    for name, text in files.items():
+        (tmp_path / f"{name}.json").write_text(text)
+        values[name] = str(tmp_path / f"{name}.json")
+    argv = [arg.format(**values) if arg.startswith("{") else arg for arg in args]
+    if "--bench" not in argv:
+        argv += ["--bench", "cruxeval-o"]
+    if "--data-dir" not in argv:
+        argv += ["--data-dir", str(CRUX)]
+    done = cli("score", *argv)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_bench_list_and_show() -> None:
+    listed = cli("bench", "list")
+    assert listed.returncode == 0, listed.stderr
+    for name in ("cruxeval-o", "cruxeval-i", "lcb-execution", "lcb-test-output"):
+        assert name in listed.stdout
+    shown = cli("bench", "show", "cruxeval-i", "--data-dir", CRUX, "--json")
+    assert shown.returncode == 0, shown.stderr
+    info = json.loads(shown.stdout)
+    assert info["task"] == "input_prediction" and info["counts"] == {"items": 800}
+    assert info["loaded"]["items"] == 6 and info["license"].startswith("MIT")
+    assert info["files"][0]["pinned_sha256"] and info["styles"] == ["direct", "cot"]
+    lcb = json.loads(cli("bench", "show", "lcb-execution", "--json").stdout)
+    assert (
+        "livecodebench%2Fexecution-v2" in lcb["files"][0]["url"]
+        and lcb["files"][0]["kind"] == "hf-rows"
+    )
+    unknown = cli("bench", "show", "nope")
+    assert unknown.returncode == 2 and "unknown benchmark 'nope'" in unknown.stderr
+
+
+@pytest.mark.skipif(
+    not (SHARED_DATA / "cruxeval" / "samples").exists(), reason="shared CRUXEval data not present"
+)
+def test_score_official_cruxeval_output_samples() -> None:
+    data = SHARED_DATA / "cruxeval"
+    gens = data / "samples" / "sample_codellama-7b_temp0.2_output_generations.json"
+    done = cli(
+        "score", "--bench", "cruxeval-o", "--generations", gens, "--data-dir", data, "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert round(report["pass@1"], 4) == 34.2125 and round(report["pass@5"], 4) == 40.2867
+    assert report["samples"] == 8000
