@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from codereasoner.execution import ExecResult, Pool, SandboxUnavailable
+from codereasoner.execution import (
+    Call,
+    CallSyntaxError,
+    ExecResult,
+    Pool,
+    SandboxUnavailable,
+    parse_call,
+)
 
 console = Console()
 error_console = Console(stderr=True)
@@ -18,6 +26,20 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print one clear error line and exit non-zero."""
     error_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def read_program_and_call(file: Path, call: str) -> tuple[str, Call]:
+    """The program's source and the parsed call, or a one-line error and exit 2."""
+    try:
+        source = file.read_text()
+    except OSError as exc:
+        fail(f"{file}: cannot read the program ({exc.strerror or exc})")
+    except UnicodeDecodeError:
+        fail(f"{file}: expected UTF-8 Python source")
+    try:
+        return source, parse_call(call)
+    except CallSyntaxError as exc:
+        fail(f"--call {call!r}: {exc}")
 
 
 def open_pool(**options: object) -> Pool:

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from codereasoner.cli.common import console, fail, open_pool, result_table
-from codereasoner.execution import CallSyntaxError, Limits, Program, parse_call
+from codereasoner.cli.common import console, fail, open_pool, read_program_and_call, result_table
+from codereasoner.execution import Limits, Program
 from codereasoner.execution.determinism import nondeterministic_calls, observable
 
 
@@ -41,16 +41,7 @@ def run_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Run one call of FILE's program in the sandbox; print value, status and resource use."""
-    try:
-        source = file.read_text()
-    except OSError as exc:
-        fail(f"{file}: cannot read the program ({exc.strerror or exc})")
-    except UnicodeDecodeError:
-        fail(f"{file}: expected UTF-8 Python source")
-    try:
-        parsed = parse_call(call)
-    except CallSyntaxError as exc:
-        fail(f"--call {call!r}: {exc}")
+    source, parsed = read_program_and_call(file, call)
     try:
         limits = Limits(timeout_s=timeout, memory_mb=memory_mb)
     except ValueError as exc:

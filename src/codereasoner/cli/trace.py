@@ -11,8 +11,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from codereasoner.cli.common import console, fail, open_pool
-from codereasoner.execution import CallSyntaxError, Limits, Program, TraceOptions, parse_call
+from codereasoner.cli.common import console, fail, open_pool, read_program_and_call
+from codereasoner.execution import Limits, Program, TraceOptions
 from codereasoner.trace import ExecutionTrace, to_json, to_text, trace_call
 
 
@@ -69,18 +69,10 @@ def trace_command(
     isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
 ) -> None:
     """Trace one call of FILE's program in the sandbox: lines, loop iterations, values, branches."""
+    source, parsed = read_program_and_call(file, call)
     try:
-        source = file.read_text()
-    except OSError as exc:
-        fail(f"{file}: cannot read the program ({exc.strerror or exc})")
-    except UnicodeDecodeError:
-        fail(f"{file}: expected UTF-8 Python source")
-    try:
-        parsed = parse_call(call)
         options = TraceOptions(max_steps=max_steps, max_value_chars=max_value_chars)
         limits = Limits(timeout_s=timeout)
-    except CallSyntaxError as exc:
-        fail(f"--call {call!r}: {exc}")
     except ValueError as exc:
         fail(str(exc))
     with open_pool(workers=1, limits=limits, isolation=isolation) as pool:
