@@ -37,8 +37,9 @@ from codereasoner.tasks.base import (
     Score,
     fill,
 )
+from codereasoner.tasks.common import Grade, PlannedTask
 from codereasoner.tasks.grading import is_python_literal
-from codereasoner.tasks.plans import Plan, build_plan, run_plans, verdict
+from codereasoner.tasks.plans import Plan, verdict
 
 OUTPUT_TASK = "core_output"
 PREAMBLE = "from typing import *"  # LiveCodeBench implementations use List, Optional, ...
@@ -201,7 +202,26 @@ def grade_ancestor(item: Item, sample: int, text: str) -> Score:
     return verdict(item, sample, text, Reason.CORRECT if same else Reason.WRONG)
 
 
-class CoreOutput:
+class CoreKind(PlannedTask):
+    """``plan`` and ``score`` as every task kind's, with CoRE's default grading (strict)."""
+
+    def plan(
+        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.STRICT
+    ) -> Plan:
+        return super().plan(item, answers, grading)
+
+    def score(
+        self,
+        item: Item,
+        answer: Extracted,
+        pool: Pool | None = None,
+        grading: Grading | str = Grading.STRICT,
+    ) -> Score:
+        """One verdict; CoRE answers are literals, so no pool is needed."""
+        return super().score(item, answer, pool, grading)
+
+
+class CoreOutput(CoreKind):
     """``prompt`` / ``extract`` / ``plan`` / ``score`` for CoRE output prediction."""
 
     name = OUTPUT_TASK
@@ -222,18 +242,6 @@ class CoreOutput:
             raise ValueError("CoRE extraction: 'robust' (project rule) or 'official' (ancestor)")
         return ancestor_output(text) if chosen is Extraction.OFFICIAL else extract_answer(text)
 
-    def plan(
-        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.STRICT
-    ) -> Plan:
-        grade = grade_ancestor if Grading(grading) is Grading.OFFICIAL else grade_project
-        return build_plan(item, answers, lambda sample, text: grade(item, sample, text))
-
-    def score(
-        self,
-        item: Item,
-        answer: Extracted,
-        pool: Pool | None = None,
-        grading: Grading | str = Grading.STRICT,
-    ) -> Score:
-        """One verdict; CoRE answers are literals, so no pool is needed."""
-        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]
+    def grader(self, item: Item, grading: Grading) -> Grade:
+        grade = grade_ancestor if grading is Grading.OFFICIAL else grade_project
+        return lambda sample, text: grade(item, sample, text)

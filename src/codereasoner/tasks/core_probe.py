@@ -21,17 +21,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from codereasoner import values
-from codereasoner.execution import Pool
 from codereasoner.tasks.base import Extracted, Extraction, Grading, Item, Reason, Score
+from codereasoner.tasks.common import Grade
 from codereasoner.tasks.core_output import (
     OUTPUT_TASK,
+    CoreKind,
     CoreOutput,
     CoreStyle,
     core_style,
     extract_answer,
     read_value,
 )
-from codereasoner.tasks.plans import Plan, build_plan, run_plans, verdict
+from codereasoner.tasks.plans import Plan, verdict
 from codereasoner.trace import ExecutionTrace
 
 PROBE_TASK = "core_probe"
@@ -145,7 +146,7 @@ def grade_probe(item: Item, sample: int, text: str) -> Score:
     return verdict(item, sample, text, Reason.WRONG if readable else Reason.NOT_LITERAL)
 
 
-class CoreProbe:
+class CoreProbe(CoreKind):
     """``prompt`` / ``extract`` / ``plan`` / ``score`` for CoRE probes."""
 
     name = PROBE_TASK
@@ -165,23 +166,11 @@ class CoreProbe:
         Extraction(mode)
         return extract_answer(text)
 
-    def plan(
-        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.STRICT
-    ) -> Plan:
-        Grading(grading)
-        return build_plan(item, answers, lambda sample, text: grade_probe(item, sample, text))
-
-    def score(
-        self,
-        item: Item,
-        answer: Extracted,
-        pool: Pool | None = None,
-        grading: Grading | str = Grading.STRICT,
-    ) -> Score:
-        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]
+    def grader(self, item: Item, grading: Grading) -> Grade:
+        return lambda sample, text: grade_probe(item, sample, text)
 
 
-class CoreTasks:
+class CoreTasks(CoreKind):
     """Both CoRE task kinds behind one interface, dispatched on ``item.task``.
 
     ``extract`` has no item: its project rule serves both kinds; ``Extraction.OFFICIAL`` (the
@@ -219,15 +208,6 @@ class CoreTasks:
         self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.STRICT
     ) -> Plan:
         return self._kind(item).plan(item, answers, grading)
-
-    def score(
-        self,
-        item: Item,
-        answer: Extracted,
-        pool: Pool | None = None,
-        grading: Grading | str = Grading.STRICT,
-    ) -> Score:
-        return self._kind(item).score(item, answer, pool, grading)
 
 
 # ---------------------------------------------------------------------------------------

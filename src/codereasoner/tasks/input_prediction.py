@@ -6,9 +6,6 @@ literal calls of one item in one batch) and comparing the returned value here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from codereasoner.execution import Pool
 from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
     Answer,
@@ -16,21 +13,19 @@ from codereasoner.tasks.base import (
     Extraction,
     Grading,
     Item,
-    ParseFailure,
-    Reason,
-    Score,
     Style,
     check_style,
     fill,
 )
-from codereasoner.tasks.grading import official_assertion, strict_call
-from codereasoner.tasks.plans import Job, Plan, build_plan, run_plans, verdict
+from codereasoner.tasks.common import Grade, PlannedTask, anti_copy_grader, found_or_failure
+from codereasoner.tasks.grading import strict_call
 
 _TEMPLATES = {Style.DIRECT: "cruxeval/input_direct.txt", Style.COT: "cruxeval/input_cot.txt"}
 
 
-class InputPrediction:
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for CRUXEval-I."""
+class InputPrediction(PlannedTask):
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` for CRUXEval-I (``score``: the predicted
+    call runs in ``pool``)."""
 
     name = "input_prediction"
     styles = tuple(_TEMPLATES)
@@ -50,31 +45,12 @@ class InputPrediction:
         cot = check_style(style, self.styles) is Style.COT
         chosen = Extraction(mode)
         if chosen is Extraction.ROBUST:
-            found = extraction.robust_call(text, self.entry)
-            return Answer(found) if found is not None else ParseFailure("no call found", text)
+            return found_or_failure(extraction.robust_call(text, self.entry), "no call found", text)
         openai = chosen is Extraction.OFFICIAL_OPENAI
         return Answer(extraction.cruxeval_input(text, cot=cot, openai=openai))
 
-    def plan(
-        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
-    ) -> Plan:
-        official = Grading(grading) is Grading.OFFICIAL
-
-        def grade(sample: int, text: str) -> Score | Job:
-            if not official:
-                return strict_call(item, sample, text)
-            if f"{item.entry}(" not in text:  # upstream's anti-copy rule: the sample is skipped
-                return verdict(item, sample, text, Reason.COPIED, skipped=True)
-            return official_assertion(item, sample, text, call_entry=True)
-
-        return build_plan(item, answers, grade)
-
-    def score(
-        self,
-        item: Item,
-        answer: Extracted,
-        pool: Pool | None = None,
-        grading: Grading | str = Grading.OFFICIAL,
-    ) -> Score:
-        """One verdict; the predicted call runs in ``pool``."""
-        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]
+    def grader(self, item: Item, grading: Grading) -> Grade:
+        official = grading is Grading.OFFICIAL
+        copied = f"{item.entry}("  # a call of the entry is missing: a copy of the question
+        return anti_copy_grader(item, official, strict_call, lambda text: copied not in text,
+                                call_entry=True)  # fmt: skip

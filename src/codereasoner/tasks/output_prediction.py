@@ -6,9 +6,6 @@ post-processing and the text the anti-copy rule looks for (both: the question's 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from codereasoner.execution import Pool
 from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
     Answer,
@@ -16,15 +13,12 @@ from codereasoner.tasks.base import (
     Extraction,
     Grading,
     Item,
-    ParseFailure,
-    Reason,
-    Score,
     Style,
     check_style,
     fill,
 )
-from codereasoner.tasks.grading import official_assertion, strict_value
-from codereasoner.tasks.plans import Job, Plan, build_plan, run_plans, verdict
+from codereasoner.tasks.common import Grade, PlannedTask, anti_copy_grader, found_or_failure
+from codereasoner.tasks.grading import strict_value
 
 _TEMPLATES = {
     "cruxeval": {
@@ -39,8 +33,9 @@ _TEMPLATES = {
 }
 
 
-class OutputPrediction:
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for one benchmark dialect."""
+class OutputPrediction(PlannedTask):
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` for one benchmark dialect (``score``:
+    literal answers need no pool, anything else runs in ``pool``)."""
 
     name = "output_prediction"
 
@@ -64,33 +59,13 @@ class OutputPrediction:
         cot = check_style(style, self.styles) is Style.COT
         chosen = Extraction(mode)
         if chosen is Extraction.ROBUST:
-            found = extraction.robust_value(text)
-            return Answer(found) if found is not None else ParseFailure("no asserted value", text)
+            return found_or_failure(extraction.robust_value(text), "no asserted value", text)
         if self.dialect == "livecodebench":
             return Answer(extraction.lcb_execution(text, cot=cot))
         openai = chosen is Extraction.OFFICIAL_OPENAI
         return Answer(extraction.cruxeval_output(text, cot=cot, openai=openai))
 
-    def plan(
-        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
-    ) -> Plan:
-        official = Grading(grading) is Grading.OFFICIAL
-
-        def grade(sample: int, text: str) -> Score | Job:
-            if not official:
-                return strict_value(item, sample, text)
-            if item.call in text:  # upstream's anti-copy rule: the sample is skipped
-                return verdict(item, sample, text, Reason.COPIED, skipped=True)
-            return official_assertion(item, sample, text, call_entry=False)
-
-        return build_plan(item, answers, grade)
-
-    def score(
-        self,
-        item: Item,
-        answer: Extracted,
-        pool: Pool | None = None,
-        grading: Grading | str = Grading.OFFICIAL,
-    ) -> Score:
-        """One verdict; literal answers need no pool, anything else runs in ``pool``."""
-        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]
+    def grader(self, item: Item, grading: Grading) -> Grade:
+        official = grading is Grading.OFFICIAL
+        return anti_copy_grader(item, official, strict_value, lambda text: item.call in text,
+                                call_entry=False)  # fmt: skip

@@ -6,24 +6,10 @@ count), ``-1`` stays ``-1``; it is right when one of those numbers is an expecte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from codereasoner.execution import Pool
 from codereasoner.tasks import reval_extraction as rx
-from codereasoner.tasks.base import (
-    Answer,
-    Extracted,
-    Extraction,
-    Grading,
-    Item,
-    ParseFailure,
-    Reason,
-    Score,
-    Style,
-    check_style,
-    fill,
-)
-from codereasoner.tasks.plans import Plan, build_plan, run_plans, verdict
+from codereasoner.tasks.base import Extracted, Extraction, Grading, Item, Reason, Score, Style
+from codereasoner.tasks.common import Grade, RevalKind
+from codereasoner.tasks.plans import verdict
 
 __all__ = ["Path", "answer_lines"]
 
@@ -36,17 +22,15 @@ def answer_lines(answer: str, code: str) -> list[int]:
     return found or [-2]
 
 
-class Path:
+class Path(RevalKind):
     """``prompt`` / ``extract`` / ``plan`` / ``score`` for REval path questions.
 
     Robust extraction needs the code to read line numbers; pass it as ``code``.
     """
 
     name = "path"
-    styles = (Style.DIRECT, Style.COT)
-
-    def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str:
-        return fill(f"reval/{check_style(style, self.styles).value}_path.txt", item.fields)
+    missing = "no line of code"
+    official = staticmethod(rx.path_official)
 
     def extract(
         self,
@@ -55,16 +39,9 @@ class Path:
         mode: Extraction | str = Extraction.OFFICIAL,
         code: str = "",
     ) -> Extracted:
-        cot = check_style(style, self.styles) is Style.COT
-        if Extraction(mode) is Extraction.ROBUST:
-            found = rx.path_robust(text, code)
-            return Answer(found) if found else ParseFailure("no line of code", text)
-        return Answer(rx.path_official(text, cot=cot))
+        return self._extract(text, style, mode, lambda reply: rx.path_robust(reply, code))
 
-    def plan(
-        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
-    ) -> Plan:
-        Grading(grading)
+    def grader(self, item: Item, grading: Grading) -> Grade:
         expected = [int(line) for line in item.truth_value()]  # type: ignore[attr-defined]
 
         def grade(sample: int, text: str) -> Score:
@@ -73,13 +50,4 @@ class Path:
             return verdict(item, sample, text, Reason.CORRECT if right else Reason.WRONG,
                            f"lines {said}, expected {expected}")  # fmt: skip
 
-        return build_plan(item, answers, grade)
-
-    def score(
-        self,
-        item: Item,
-        answer: Extracted,
-        pool: Pool | None = None,
-        grading: Grading | str = Grading.OFFICIAL,
-    ) -> Score:
-        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]
+        return grade

@@ -9,26 +9,15 @@ sandbox (HumanEval: ``exec`` in the program's namespace; ClassEval: as a test me
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from codereasoner.execution import Call, ExecResult, Pool, Program, Status
+from codereasoner.execution import Call, ExecResult, Program, Status
 from codereasoner.tasks import reval_extraction as rx
-from codereasoner.tasks.base import (
-    Answer,
-    Extracted,
-    Extraction,
-    Grading,
-    Item,
-    ParseFailure,
-    Reason,
-    Score,
-    Style,
-    check_style,
-    fill,
-)
-from codereasoner.tasks.plans import Job, Plan, build_plan, run_plans, verdict
+from codereasoner.tasks.base import Grading, Item, Reason, Score
+from codereasoner.tasks.common import Grade, RevalKind
+from codereasoner.tasks.plans import Job, verdict
 
 __all__ = [
     "ANSWER_ENTRY",
@@ -131,31 +120,16 @@ def _program(code: str, test: str | None, entry: str) -> Program:
     return answer_program({"code": code, "test": test, "entry_point": entry})
 
 
-class RevalOutput:
+class RevalOutput(RevalKind):
     """``prompt`` / ``extract`` / ``plan`` / ``score`` for REval output questions."""
 
     name = "output"
-    styles = (Style.DIRECT, Style.COT)
+    missing = "no test code"
+    official = staticmethod(rx.output_official)
+    robust = staticmethod(rx.output_robust)
 
-    def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str:
-        return fill(f"reval/{check_style(style, self.styles).value}_output.txt", item.fields)
-
-    def extract(
-        self,
-        text: str,
-        style: Style | str = Style.DIRECT,
-        mode: Extraction | str = Extraction.OFFICIAL,
-    ) -> Extracted:
-        cot = check_style(style, self.styles) is Style.COT
-        if Extraction(mode) is Extraction.ROBUST:
-            found = rx.output_robust(text)
-            return Answer(found) if found else ParseFailure("no test code", text)
-        return Answer(rx.output_official(text, cot=cot))
-
-    def plan(
-        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
-    ) -> Plan:
-        if Grading(grading) is not Grading.OFFICIAL:
+    def grader(self, item: Item, grading: Grading) -> Grade:
+        if grading is not Grading.OFFICIAL:
             raise ValueError("REval output answers are graded officially (by execution) only")
         question = str(item.metadata["output_pred"])
         program = _program(item.program, item.metadata.get("test"), item.entry)
@@ -169,16 +143,7 @@ class RevalOutput:
             call = Call(ANSWER_ENTRY, (answer, test_class))
             return Job(sample, program, call, _finish(item, sample, text), shared=True)
 
-        return build_plan(item, answers, grade)
-
-    def score(
-        self,
-        item: Item,
-        answer: Extracted,
-        pool: Pool | None = None,
-        grading: Grading | str = Grading.OFFICIAL,
-    ) -> Score:
-        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]
+        return grade
 
 
 def _finish(item: Item, sample: int, text: str) -> Callable[[ExecResult], Score]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from codereasoner.execution import Pool
 from codereasoner.tasks import reval_extraction as rx
 from codereasoner.tasks.base import (
     Answer,
@@ -23,13 +22,13 @@ from codereasoner.tasks.base import (
     Grading,
     Item,
     ParseFailure,
-    Score,
     Style,
     check_style,
 )
+from codereasoner.tasks.common import PlannedTask
 from codereasoner.tasks.coverage import Coverage
 from codereasoner.tasks.path import Path
-from codereasoner.tasks.plans import Plan, run_plans
+from codereasoner.tasks.plans import Plan
 from codereasoner.tasks.reval_output import RevalOutput
 from codereasoner.tasks.state import State
 
@@ -43,7 +42,7 @@ KINDS: dict[str, Coverage | State | Path | RevalOutput] = {
 }
 
 
-class RevalTasks:
+class RevalTasks(PlannedTask):
     """Dispatches ``prompt``, ``plan`` and ``score`` to the item's kind."""
 
     name = "reval (coverage, state, path, output)"
@@ -90,12 +89,3 @@ class RevalTasks:
         self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
     ) -> Plan:
         return self.kind(item).plan(item, answers, grading)
-
-    def score(
-        self,
-        item: Item,
-        answer: Extracted,
-        pool: Pool | None = None,
-        grading: Grading | str = Grading.OFFICIAL,
-    ) -> Score:
-        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]

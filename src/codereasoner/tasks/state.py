@@ -5,54 +5,24 @@ Answers are parsed, never evaluated (see :mod:`codereasoner.tasks.state_answers`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from codereasoner.execution import Pool
 from codereasoner.tasks import reval_extraction as rx
-from codereasoner.tasks.base import (
-    Answer,
-    Extracted,
-    Extraction,
-    Grading,
-    Item,
-    ParseFailure,
-    Reason,
-    Score,
-    Style,
-    check_style,
-    fill,
-)
-from codereasoner.tasks.plans import Plan, build_plan, run_plans, verdict
+from codereasoner.tasks.base import Grading, Item, Reason, Score
+from codereasoner.tasks.common import Grade, RevalKind
+from codereasoner.tasks.plans import verdict
 from codereasoner.tasks.state_answers import StateError, parse_state, state_verdict
 
 __all__ = ["State"]
 
 
-class State:
+class State(RevalKind):
     """``prompt`` / ``extract`` / ``plan`` / ``score`` for REval state questions."""
 
     name = "state"
-    styles = (Style.DIRECT, Style.COT)
+    missing = "no 'value; type' or Nil"
+    official = staticmethod(rx.state_official)
+    robust = staticmethod(rx.state_robust)
 
-    def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str:
-        return fill(f"reval/{check_style(style, self.styles).value}_state.txt", item.fields)
-
-    def extract(
-        self,
-        text: str,
-        style: Style | str = Style.DIRECT,
-        mode: Extraction | str = Extraction.OFFICIAL,
-    ) -> Extracted:
-        cot = check_style(style, self.styles) is Style.COT
-        if Extraction(mode) is Extraction.ROBUST:
-            found = rx.state_robust(text)
-            return Answer(found) if found else ParseFailure("no 'value; type' or Nil", text)
-        return Answer(rx.state_official(text, cot=cot))
-
-    def plan(
-        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
-    ) -> Plan:
-        Grading(grading)
+    def grader(self, item: Item, grading: Grading) -> Grade:
         truth = item.truth_value()
 
         def grade(sample: int, text: str) -> Score:
@@ -63,13 +33,4 @@ class State:
             reason = Reason.NOT_LITERAL if isinstance(parsed, StateError) else Reason.WRONG
             return verdict(item, sample, text, reason, why)
 
-        return build_plan(item, answers, grade)
-
-    def score(
-        self,
-        item: Item,
-        answer: Extracted,
-        pool: Pool | None = None,
-        grading: Grading | str = Grading.OFFICIAL,
-    ) -> Score:
-        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]
+        return grade

@@ -4,33 +4,30 @@ input, predict the test's output. No solution code exists; the gold output is JS
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from codereasoner.execution import Pool
 from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
-    Answer,
     Extracted,
     Extraction,
     Grading,
     Item,
-    ParseFailure,
     Reason,
     Score,
     Style,
     check_style,
     fill,
 )
+from codereasoner.tasks.common import Grade, PlannedTask, found_or_failure
 from codereasoner.tasks.grading import official_expression, strict_value
-from codereasoner.tasks.plans import Job, Plan, build_plan, run_plans, verdict
+from codereasoner.tasks.plans import Job, verdict
 
 TEMPLATE = "livecodebench/test_output.txt"
 SYSTEM_GENERIC = "livecodebench/test_output_system_generic.txt"
 SYSTEM_CODELLAMA = "livecodebench/test_output_system_cllama.txt"
 
 
-class TestOutputPrediction:
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for LiveCodeBench test output prediction."""
+class TestOutputPrediction(PlannedTask):
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` for LiveCodeBench test output prediction
+    (``score``: a non-literal right-hand side is evaluated in ``pool``)."""
 
     __test__ = False  # not a pytest test class
     name = "test_output_prediction"
@@ -53,14 +50,12 @@ class TestOutputPrediction:
         check_style(style, self.styles)
         if Extraction(mode) is Extraction.ROBUST:
             found = extraction.robust_value(text, last=True)
-            return Answer(found) if found is not None else ParseFailure("no asserted value", text)
+            return found_or_failure(found, "no asserted value", text)
         found = extraction.lcb_test_output(text, codellama=codellama)
-        return Answer(found) if found else ParseFailure("no assert line or code block", text)
+        return found_or_failure(found, "no assert line or code block", text, empty_ok=False)
 
-    def plan(
-        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
-    ) -> Plan:
-        official = Grading(grading) is Grading.OFFICIAL
+    def grader(self, item: Item, grading: Grading) -> Grade:
+        official = grading is Grading.OFFICIAL
 
         def grade(sample: int, text: str) -> Score | Job:
             if official:
@@ -71,14 +66,4 @@ class TestOutputPrediction:
                 return verdict(item, sample, text, Reason.NO_ANSWER, "no asserted value")
             return strict_value(item, sample, value)
 
-        return build_plan(item, answers, grade)
-
-    def score(
-        self,
-        item: Item,
-        answer: Extracted,
-        pool: Pool | None = None,
-        grading: Grading | str = Grading.OFFICIAL,
-    ) -> Score:
-        """One verdict; a non-literal right-hand side is evaluated in ``pool``."""
-        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]
+        return grade

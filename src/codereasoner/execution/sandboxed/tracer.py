@@ -75,7 +75,6 @@ import marshal
 import sys
 import types
 from collections.abc import Callable, Collection
-from itertools import repeat
 from math import isfinite
 
 import values
@@ -139,7 +138,9 @@ _SIZED = (list, tuple, dict, set, frozenset)
 _MUTABLE = (list, dict, set)
 _EMPTY: tuple = ()
 _NONE_TYPE = type(None)
-_get = dict.get
+_NO_OFFSETS: frozenset[int] = frozenset()
+_METHOD = types.MethodType
+_dumps = marshal.dumps
 
 # Entry layout for one tracked local: [value, text, kind, extra].
 _ID, _FOREIGN, _FP = 0, 1, 2  # identity only / identity + type / marshal fingerprint
@@ -391,7 +392,8 @@ class _CodeInfo:
 
     def record(self, offset: int, line: int) -> tuple:
         """Everything static about a line event at ``offset``: (point, enclosing loops,
-        whether loop counting must look closer, the if/while test starting here)."""
+        whether loop counting must look closer, the if/while test starting here, the `for`
+        loop it may start the next iteration of and its index in the enclosing loops, line)."""
         enc = self.loops_at.get(line, _EMPTY)
         # A `for` loop whose next iteration this event may start (the fast path of
         # count_loops) and its index in the enclosing loops.
@@ -403,6 +405,7 @@ class _CodeInfo:
             self.tests.get(line),
             target,
             len(enc) - 1,
+            line,
         )
         self.recs[offset] = rec
         return rec
@@ -505,64 +508,56 @@ def _reprable(value: object, budget: int, depth: int) -> int:
 
 def _items_reprable(items: Collection, budget: int, depth: int) -> int:
     """``_reprable`` for the items of a container (or the keys or values of a dict)."""
-    kinds = set(map(type, items))
-    if len(kinds) == 1:
-        # Items of one type (the common case): checked by C loops.
-        kind = kinds.pop()
-        if kind is int:
-            if min(items) <= _NEG_SMALL or max(items) >= _SMALL:
-                return -1
-            return budget - 3 * len(items)
-        if kind is str or kind is bytes:
-            return budget - 4 * len(items) - sum(map(len, items))
-        if kind is float:
-            # Finite floats have a finite sum (unless it overflows: then the slow way).
-            return budget - 5 * len(items) if isfinite(sum(items)) else -1
-        if kind is bool or kind is _NONE_TYPE:
-            return budget - 6 * len(items)
+    if len(items) > 8:
+        kinds = set(map(type, items))
+        if len(kinds) == 1:
+            # Many items of one type: checked by C loops.
+            kind = kinds.pop()
+            if kind is int:
+                if min(items) <= _NEG_SMALL or max(items) >= _SMALL:
+                    return -1
+                return budget - 3 * len(items)
+            if kind is str or kind is bytes:
+                return budget - 4 * len(items) - sum(map(len, items))
+            if kind is float:
+                # Finite floats have a finite sum (if it overflows, "no" is still correct).
+                return budget - 5 * len(items) if isfinite(sum(items)) else -1
+            if kind is bool or kind is _NONE_TYPE:
+                return budget - 6 * len(items)
+    # len() is O(1): the budget only needs checking after the items that recurse.
     for item in items:
-        item_kind = type(item)
-        if item_kind is int:
+        kind = type(item)
+        if kind is int:
             if not _NEG_SMALL < item < _SMALL:  # type: ignore[operator]
                 return -1
             budget -= 3
-        elif item_kind is str or item_kind is bytes:
+        elif kind is str or kind is bytes:
             budget -= len(item) + 4  # type: ignore[arg-type]
-        elif item is None or item_kind is bool:
+        elif item is None or kind is bool:
             budget -= 6
-        elif item_kind is float:
+        elif kind is float:
             if item - item != 0.0:  # type: ignore[operator]  # nan or inf
                 return -1
             budget -= 5
         else:
-            budget = _reprable(item, budget, depth + 1)
-        if budget < 0:
-            return -1
-    return budget
+            if depth >= 20:
+                return -1
+            if kind is list or kind is tuple:  # _reprable, inlined
+                budget = _items_reprable(item, budget - 2, depth + 1)  # type: ignore[arg-type]
+            else:
+                budget = _reprable(item, budget, depth + 1)
+            if budget < 0:
+                return -1
+    return budget if budget >= 0 else -1
 
 
-def _template(qual: str, fid: int, depth: int) -> dict:
-    """The fields every step of a frame starts with, copied (``dict.copy``) for each step.
-
-    Built with room for the optional keys: a copy keeps the template's table size, so adding
-    ``changes`` or ``cond`` to a step does not resize it.
-    """
-    template = {"line": 0, "frame": qual, "fid": fid, "depth": depth, "loops": _EMPTY,
-                "changes": None}  # fmt: skip
-    del template["changes"]
-    return template
-
-
-def _changes(step: dict) -> dict:
-    changes = step.get("changes")
-    if changes is None:
-        changes = step["changes"] = {}
-    return changes
+def _text_size(text: str | None) -> int:
+    return 4 if text is None else len(text)
 
 
 def _fingerprint(value: object) -> bytes | None:
     try:
-        return marshal.dumps(value, 2)
+        return _dumps(value, 2)
     except (ValueError, RecursionError, MemoryError):
         return None
 
@@ -610,9 +605,9 @@ class _Frame:
 
     __slots__ = (
         "cond_step", "cond_test", "counts", "depth", "enc", "fid", "fn", "info", "inline_offs",
-        "inline_seen", "inline_step", "line", "loops", "max_chars", "off", "point", "qual",
+        "inline_seen", "inline_step", "loops", "max_chars", "off", "point", "qual",
         "raised", "recs", "rev_index", "rev_loop", "rev_more", "rev_step", "snap", "step",
-        "template", "tr", "watch",
+        "step_index", "template", "tr", "watch",
     )  # fmt: skip
 
     def __init__(self, tr: Tracer, info: _CodeInfo, depth: int) -> None:
@@ -626,8 +621,8 @@ class _Frame:
         self.snap: dict[str, list] = {}
         self.watch: dict[str, list] = {}
         self.step: dict | None = None
-        self.line = -1
-        self.off = -1
+        self.step_index = -1  # of step in tr.steps (-1: not in this call's trace)
+        self.off = -1  # of the latest line event (-1: none yet)
         self.point: tuple = _FULL_POINT
         self.counts: dict[object, int] = {}
         self.enc: tuple = _EMPTY
@@ -639,10 +634,16 @@ class _Frame:
         self.rev_step: dict | None = None
         self.rev_more: list | None = None
         self.inline_step: dict | None = None
-        self.inline_offs: frozenset[int] = frozenset()
+        self.inline_offs: frozenset[int] = _NO_OFFSETS
         self.inline_seen = False  # an opcode event arrived (3.12 may not deliver any)
         self.raised = False  # an exception reached this frame since its last line event
-        self.template = _template(self.qual, self.fid, depth)
+        # The fields every step starts with, copied (dict.copy) for each step. Built with room
+        # for the optional keys: a copy keeps the template's table size, so adding `changes`
+        # or `cond` to a step does not resize it.
+        template = {"line": 0, "frame": self.qual, "fid": self.fid, "depth": depth,
+                    "loops": _EMPTY, "changes": None}  # fmt: skip
+        del template["changes"]
+        self.template = template
         self.recs = info.recs
         self.fn = self.local
 
@@ -681,7 +682,25 @@ class _Frame:
             if old is not None and text == old[1]:
                 return
         if name[0] != "." and name != "__class__":
-            _changes(step)[name] = text
+            self.note(step, name, text)
+
+    def note(self, step: dict, name: str, text: str | None) -> None:
+        """Record ``changes[name] = text`` in ``step`` (this frame's latest step), keeping the
+        tracer's size estimate of the steps not counted yet (see Tracer.check_caps)."""
+        changes = step.get("changes")
+        if changes is None:
+            step["changes"] = {name: text}
+            delta = len(name) + _text_size(text) + 6
+        else:
+            old = changes.get(name, _MISSING)
+            changes[name] = text
+            if old is _MISSING:
+                delta = len(name) + _text_size(text) + 6
+            else:
+                delta = _text_size(text) - _text_size(old)  # type: ignore[arg-type]
+        tr = self.tr
+        if self.step_index >= tr.sized:
+            tr.pending += delta
 
     def store(self, name: str, value: object, entry: list | None, step: dict) -> None:
         """A stored-to name whose value is not the tracked object any more (or is new)."""
@@ -690,7 +709,7 @@ class _Frame:
             text = self.tr.render.text(value)
             if text != entry[1]:
                 entry[1] = text
-                _changes(step)[name] = text
+                self.note(step, name, text)
         else:
             self.bind(name, value, entry, step)
 
@@ -708,7 +727,7 @@ class _Frame:
                     if text != entry[1]:
                         entry[1] = text
                         if name[0] != "." and name != "__class__":
-                            _changes(step)[name] = text
+                            self.note(step, name, text)
                     continue
             self.bind(name, value, entry, step)
         if len(snap) > len(loc):
@@ -718,6 +737,8 @@ class _Frame:
     def recheck(self, step: dict) -> None:
         """Look for in-place changes of the tracked containers and objects."""
         render = self.tr.render
+        bound = render.bound
+        max_chars = render.max_chars
         for name, entry in self.watch.items():
             value = entry[0]
             if entry[2] == _FOREIGN:
@@ -727,22 +748,34 @@ class _Frame:
                 text = f"<{values.type_name(value)} object>"
             else:
                 size = len(value)
-                if size > render.bound:
+                if size > bound:
                     # Too many items to fit: the text depends on the length only.
                     if size == entry[3]:
                         continue
                     entry[3] = size
                     text = f"<{type(value).__name__} of {size} items, too large>"
                 else:
-                    fp = _fingerprint(value)
+                    try:  # _fingerprint, inlined
+                        fp = _dumps(value, 2)
+                    except (ValueError, RecursionError, MemoryError):
+                        fp = None
                     if fp is not None and fp == entry[3]:
                         continue
                     entry[3] = fp
-                    text = render.text(value)
+                    kind = type(value)
+                    if (kind is list or kind is tuple or kind is dict) and _reprable(
+                        value, max_chars, 0
+                    ) >= 0:
+                        # render.text's own shortcut for a container that fits (size <= bound)
+                        text = repr(value)
+                        if len(text) > max_chars:
+                            text = render.text(value)
+                    else:
+                        text = render.text(value)
             if text != entry[1]:
                 entry[1] = text
                 if name[0] != "." and name != "__class__":
-                    _changes(step)[name] = text
+                    self.note(step, name, text)
 
     def update(self, loc, step: dict) -> None:
         """Record in ``step`` the locals that changed since the snapshot (the line just ran)."""
@@ -797,7 +830,7 @@ class _Frame:
             self.enc = enc
         rehit = None
         if enc:
-            prev = self.line
+            prev = self.recs[self.off][6] if self.off >= 0 else -1  # the previous line
             backward = off <= self.off
             claimed = False
             for loop in reversed(enc):
@@ -898,11 +931,14 @@ class _Frame:
             self.loops = self.template["loops"] = tuple([(line, 1) for line in lines])
         elif index is not None:
             counts[index] += 1
-            for inner in range(index + 1, len(lines)):  # type: ignore[arg-type]
-                counts[inner] = 1
-            self.loops = self.template["loops"] = tuple(
-                [(line, counts[position]) for position, line in enumerate(lines)]
-            )
+            if len(lines) == 1:  # one `for` clause: the common case
+                self.loops = self.template["loops"] = ((lines[0], counts[0]),)
+            else:
+                for inner in range(index + 1, len(lines)):  # type: ignore[arg-type]
+                    counts[inner] = 1
+                self.loops = self.template["loops"] = tuple(
+                    [(line, counts[position]) for position, line in enumerate(lines)]
+                )
             self.rev_loop = index
             self.rev_index = index  # type: ignore[assignment]
             self.rev_step = step
@@ -932,9 +968,14 @@ class _Frame:
                 elif event == "exception":
                     self.on_exception(frame, arg)
                 return self.fn
-            # The hot path: one line event. First finish the previous step of this frame.
-            line = frame.f_lineno
+            # The hot path: one line event.
             off = frame.f_lasti
+            rec = self.recs.get(off)
+            if rec is None:
+                rec = self.info.record(off, frame.f_lineno)
+            # What is static about this event, for this offset (the line included).
+            point, enc, special, test, target, index, line = rec
+            # First finish the previous step of this frame.
             step = self.step
             if step is None:
                 new = self.first_step(frame, line)
@@ -942,15 +983,18 @@ class _Frame:
                 self.raised = False
                 flags, stores, inplace = self.point
                 if flags:
-                    if flags & _HARD:
-                        self.update(frame.f_locals, step)
+                    loc = frame.f_locals
+                    snap = self.snap
+                    if flags & _FULL or (flags & _MUTATE and len(loc) != len(snap)):
+                        self.rebind_all(loc, step)
                     else:
-                        # The common case, inlined: the line only rebinds the names it stores
-                        # to (or updates them with +=).
-                        loc = frame.f_locals
-                        snap = self.snap
+                        # The common case, inlined: only the names the line stores to can have
+                        # been rebound (no Python call ran).
                         for name in stores:
-                            value = loc.get(name, _MISSING)
+                            try:
+                                value = loc[name]
+                            except KeyError:
+                                value = _MISSING
                             entry = snap.get(name)
                             if entry is None or entry[0] is not value:
                                 kind = type(value)
@@ -968,14 +1012,23 @@ class _Frame:
                                         text = tr.render.text(value)
                                     if text != entry[1]:
                                         entry[1] = text
+                                        # self.note(step, name, text), inlined
                                         changes = step.get("changes")
                                         if changes is None:
                                             step["changes"] = {name: text}
-                                        else:
+                                        elif name not in changes:
                                             changes[name] = text
+                                        else:
+                                            self.note(step, name, text)
+                                            continue
+                                        if self.step_index >= tr.sized:
+                                            tr.pending += len(name) + len(text) + 6
                                 else:
                                     self.store(name, value, entry, step)
-                        if inplace and self.watch:
+                    if self.watch:
+                        if flags & _HARD:
+                            self.recheck(step)
+                        elif inplace:
                             for name in inplace:
                                 entry = snap.get(name)
                                 if entry is not None and entry[2] != _ID:
@@ -988,9 +1041,9 @@ class _Frame:
                         self.rev_loop = None  # the header check entered the body
                     else:
                         self.resolve_rev(line, off)
-                test = self.cond_test
-                if test is not None and not test.lo <= line <= test.hi:
-                    self.cond_step["cond"] = test.body_lo <= line <= test.body_hi  # type: ignore[index]
+                pending = self.cond_test
+                if pending is not None and not pending.lo <= line <= pending.hi:
+                    self.cond_step["cond"] = pending.body_lo <= line <= pending.body_hi  # type: ignore[index]
                     self.cond_test = None
                 if self.inline_step is not None:
                     if self.inline_seen:  # the body's first instruction never ran
@@ -1001,12 +1054,7 @@ class _Frame:
                     tr.check_caps()
                 new = self.template.copy()  # faster than a dict display
                 new["line"] = line
-            rec = self.recs.get(off)
-            if rec is None:
-                rec = self.info.record(off, line)
-            enc = rec[1]
-            if enc is not self.enc or rec[2]:
-                target = rec[4]
+            if enc is not self.enc or special:
                 if target is not None and enc is self.enc and enc[-1] is target:
                     # The common case, inlined from count_loops: the next iteration of the
                     # innermost `for` loop.
@@ -1020,12 +1068,11 @@ class _Frame:
                     )
                     self.loops = new["loops"] = self.template["loops"] = loops
                     self.rev_loop = target
-                    self.rev_index = rec[5]
+                    self.rev_index = index
                     self.rev_step = new
                     self.rev_more = None
                 else:
                     self.count_loops(line, off, new, enc)
-            test = rec[3]
             if test is not None and self.cond_test is None:
                 if not test.inline:
                     self.cond_test = test
@@ -1035,11 +1082,12 @@ class _Frame:
                     self.inline_offs = self.info.body_offsets(test)
                     self.inline_seen = False
                     frame.f_trace_opcodes = True
-            tr.steps.append(new)
+            steps = tr.steps
+            self.step_index = len(steps)
+            steps.append(new)
             self.step = new
-            self.line = line
             self.off = off
-            self.point = rec[0]
+            self.point = point
             return self.fn
         except TraceOverflow:
             frame.f_trace = None
@@ -1051,15 +1099,22 @@ class _Frame:
 
     def first_step(self, frame: types.FrameType, line: int) -> dict:
         tr = self.tr
+        text_of = tr.render.text
+        snap = self.snap
         args = {}
         for name, value in frame.f_locals.items():
-            entry = self.snap[name] = self.entry(value)
-            if entry[2] != _ID:
-                self.watch[name] = entry
+            if type(value) in _ATOMS:  # self.entry(value), inlined
+                entry = snap[name] = [value, text_of(value), _ID, None]
+            else:
+                entry = snap[name] = self.entry(value)
+                if entry[2] != _ID:
+                    self.watch[name] = entry
             if name[0] != "." and name != "__class__":
                 args[name] = entry[1]
         if len(tr.steps) >= tr.limit:
             tr.check_caps()
+        for name, text in args.items():
+            tr.pending += len(name) + len(text) + 6  # the new step is not counted yet
         return {"line": line, "frame": self.qual, "fid": self.fid, "depth": self.depth,
                 "loops": self.loops, "args": args}  # fmt: skip
 
@@ -1139,6 +1194,7 @@ class Tracer:
         self.steps: list[dict] = []
         self.size = 200
         self.sized = 0
+        self.pending = 0  # estimated size of the steps from index `sized` on
         self.limit = min(self.max_steps, _SIZE_CHECK_EVERY)
         self.events = 0
         self.depth = 0
@@ -1156,7 +1212,7 @@ class Tracer:
         caller = frame.f_back
         if caller is not None:
             current = caller.f_trace
-            if type(current) is types.MethodType:
+            if type(current) is _METHOD:
                 owner = current.__self__
                 if type(owner) is _Frame:
                     owner.point = _FULL_POINT
@@ -1170,7 +1226,7 @@ class Tracer:
         try:
             current = frame.f_trace
             state = None
-            if type(current) is types.MethodType:
+            if type(current) is _METHOD:
                 owner = current.__self__
                 if type(owner) is _Frame and owner.tr is self:
                     state = owner
@@ -1179,6 +1235,9 @@ class Tracer:
             else:
                 state.depth = state.template["depth"] = self.depth
                 state.point = _FULL_POINT
+                index = state.step_index
+                if not (0 <= index < len(self.steps) and self.steps[index] is state.step):
+                    state.step_index = -1  # a generator from an earlier call: not counted
             self.depth += 1
             self.events += 1
             return state.fn
@@ -1221,17 +1280,20 @@ class Tracer:
         count = len(steps)
         if count >= self.max_steps:
             self.overflow("max_steps")
-        size = self.size
         # Values are rendered once a step is finished; count the ones not counted yet (the
-        # latest steps of frames still running are counted at the next check).
-        window = steps[self.sized : count - 1]
-        for found in filter(None, map(_get, window, repeat("changes"))):
-            for name, text in found.items():
-                size += len(name) + (4 if text is None else len(text)) + 6
-        for found in filter(None, map(_get, window, repeat("args"))):
-            for name, text in found.items():
-                size += len(name) + len(text) + 6  # an argument is never None
-        self.sized = max(self.sized, count - 1)
+        # latest steps of frames still running are counted at the next check): each step
+        # from index `sized` to the last one but one, with the changes and args it has now,
+        # len(name) + len(text) + 6 (4 for a deletion) each. `pending` is kept up to date
+        # with that sum over the steps from `sized` on (Frame.note, Frame.first_step).
+        last = 0
+        for key in ("changes", "args"):
+            found = steps[-1].get(key) if steps else None
+            if found:
+                for name, text in found.items():
+                    last += len(name) + _text_size(text) + 6
+        size = self.size + self.pending - last
+        self.pending = last
+        self.sized = count - 1
         self.size = size
         if size + _STEP_CHARS * count > self.max_trace_chars:
             self.overflow("max_trace_chars")

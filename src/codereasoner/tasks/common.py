@@ -1,0 +1,125 @@
+"""What the task kinds share beyond the types of :mod:`codereasoner.tasks.base`.
+
+- :class:`PlannedTask`: ``plan`` (one ``grade(sample, text)`` per item, built by the kind's
+  :meth:`~PlannedTask.grader`) and ``score`` (the plan of one answer, run);
+- :class:`RevalKind`: ``prompt`` and ``extract`` of the four REval task kinds, which differ
+  only in their template, their extraction functions and their failure message;
+- :func:`found_or_failure` and :func:`anti_copy_grader`: the extraction and grading steps the
+  CRUXEval-style kinds repeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from codereasoner.tasks.base import (
+    Answer,
+    Extracted,
+    Extraction,
+    Grading,
+    Item,
+    ParseFailure,
+    Reason,
+    Score,
+    Style,
+    check_style,
+    fill,
+)
+from codereasoner.tasks.grading import official_assertion
+from codereasoner.tasks.plans import Job, Plan, build_plan, run_plans, verdict
+
+if TYPE_CHECKING:
+    from codereasoner.execution import Pool
+
+Grade = Callable[[int, str], Score | Job]
+
+
+def found_or_failure(
+    found: str | None, reason: str, text: str, *, empty_ok: bool = True
+) -> Extracted:
+    """``Answer(found)``, or ``ParseFailure(reason, text)`` when nothing was found (None, or
+    also an empty string unless ``empty_ok``)."""
+    missing = found is None if empty_ok else not found
+    return ParseFailure(reason, text) if missing else Answer(found)  # type: ignore[arg-type]
+
+
+def anti_copy_grader(
+    item: Item,
+    official: bool,
+    strict: Callable[[Item, int, str], Score | Job],
+    copied: Callable[[str], bool],
+    call_entry: bool,
+) -> Grade:
+    """CRUXEval grading: ``strict`` unless official; officially, a copy of the question is
+    skipped (upstream's anti-copy rule), anything else is judged by the official assertion."""
+
+    def grade(sample: int, text: str) -> Score | Job:
+        if not official:
+            return strict(item, sample, text)
+        if copied(text):  # upstream's anti-copy rule: the sample is skipped
+            return verdict(item, sample, text, Reason.COPIED, skipped=True)
+        return official_assertion(item, sample, text, call_entry=call_entry)
+
+    return grade
+
+
+class PlannedTask:
+    """``plan`` and ``score`` for a task kind that grades each distinct answer text alone."""
+
+    def grader(self, item: Item, grading: Grading) -> Grade:
+        """The item's ``grade(sample, text)``; ``grading`` is already validated."""
+        raise NotImplementedError
+
+    def plan(
+        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
+    ) -> Plan:
+        return build_plan(item, answers, self.grader(item, Grading(grading)))
+
+    def score(
+        self,
+        item: Item,
+        answer: Extracted,
+        pool: Pool | None = None,
+        grading: Grading | str = Grading.OFFICIAL,
+    ) -> Score:
+        """One verdict: the plan for this one answer, run through ``pool``."""
+        return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]
+
+
+class RevalKind(PlannedTask):
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` for one REval task kind.
+
+    The template is ``reval/{style}_{name}.txt``; official extraction is ``official(text,
+    cot=...)``; robust extraction is ``robust(text)`` and fails with ``missing`` when it finds
+    nothing (or an empty answer).
+    """
+
+    name: str
+    styles = (Style.DIRECT, Style.COT)
+    missing: str
+    official: Callable[..., str]
+    robust: Callable[[str], str | None]
+
+    def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str:
+        return fill(f"reval/{check_style(style, self.styles).value}_{self.name}.txt", item.fields)
+
+    def extract(
+        self,
+        text: str,
+        style: Style | str = Style.DIRECT,
+        mode: Extraction | str = Extraction.OFFICIAL,
+    ) -> Extracted:
+        return self._extract(text, style, mode, self.robust)
+
+    def _extract(
+        self,
+        text: str,
+        style: Style | str,
+        mode: Extraction | str,
+        robust: Callable[[str], str | None],
+    ) -> Extracted:
+        cot = check_style(style, self.styles) is Style.COT
+        if Extraction(mode) is Extraction.ROBUST:
+            return found_or_failure(robust(text), self.missing, text, empty_ok=False)
+        return Answer(self.official(text, cot=cot))
