@@ -171,3 +171,17 @@ def test_non_literal_arguments_are_refused_before_anything_runs(pool: Pool) -> N
     with pytest.raises(TypeError):
         pool.run(program, Call("f", (object(),)))
     assert pool.run(program, Call("f", (3,))).matches(3)
+
+
+def test_on_batch_reports_every_finished_call(pool: Pool) -> None:
+    seen: list[int] = []
+    pool.on_batch = seen.append
+    try:
+        program = Program("def f(n):\n    return n")
+        batches = [
+            Batch(program, [parse_call(f"f({n})")] * size) for n, size in enumerate((1, 3, 2))
+        ]
+        pool.run_all(batches)
+    finally:
+        pool.on_batch = None
+    assert sorted(seen) == [1, 2, 3]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from codereasoner.execution import (
@@ -42,7 +45,9 @@ def read_program_and_call(file: Path, call: str) -> tuple[str, Call]:
         fail(f"--call {call!r}: {exc}")
 
 
-def open_pool(**options: object) -> Pool:
+@contextmanager
+def open_pool(**options: object) -> Iterator[Pool]:
+    """A sandbox pool for a command, with a live count of the calls run (on a terminal)."""
     try:
         pool = Pool(**options)  # type: ignore[arg-type]
     except SandboxUnavailable as exc:
@@ -51,7 +56,15 @@ def open_pool(**options: object) -> Pool:
         fail(str(exc))
     for warning in pool.warnings:
         error_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    return pool
+    progress = Progress(
+        SpinnerColumn(), TextColumn("running in the sandbox: {task.completed:,.0f} calls"),
+        TimeElapsedColumn(), console=error_console, transient=True,
+        disable=not error_console.is_terminal,
+    )  # fmt: skip
+    task = progress.add_task("sandbox", total=None)
+    pool.on_batch = lambda calls: progress.advance(task, calls)
+    with pool, progress:
+        yield pool
 
 
 STATUS_STYLE = {"ok": "green", "timeout": "yellow", "memory": "yellow", "output_limit": "yellow"}

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from codereasoner.execution.call import Call, Program
@@ -148,6 +148,8 @@ class Pool:
         self._next_job = 0
         self._idle: list[_Worker] = []
         self._workers: list[_Worker] = []
+        # Called with the number of calls of each batch as it finishes (e.g. a progress bar).
+        self.on_batch: Callable[[int], None] | None = None
         self.restarts = 0
         try:
             starting = [self._launch() for _ in range(self.size)]
@@ -305,6 +307,8 @@ class Pool:
                     selector.unregister(key.fd)
                     del inflight[key.fd]
                     finished[job.index] = self._decode(line, job)
+                    if self.on_batch is not None:
+                        self.on_batch(job.size)
                     if worker.jobs >= self.recycle_after:
                         worker = self._replace(worker)
                     self._idle.append(worker)
