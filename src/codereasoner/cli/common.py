@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -43,6 +44,18 @@ def read_program_and_call(file: Path, call: str) -> tuple[str, Call]:
         return source, parse_call(call)
     except CallSyntaxError as exc:
         fail(f"--call {call!r}: {exc}")
+
+
+def emit_report(report: dict, as_json: bool, show: Callable[[dict], None]) -> None:
+    """Print a scoring report (JSON or tables); exit 1 if sandbox failures left it incomplete."""
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        show(report)
+    if report["sandbox_errors"]:
+        error_console.print(f"[yellow]warning:[/] {report['sandbox_errors']} samples hit sandbox "
+                            "errors (infrastructure, not the answers); the scores are incomplete")  # fmt: skip
+        raise typer.Exit(1)
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from codereasoner import benchmarks
-from codereasoner.cli.common import console, error_console, fail, open_pool
+from codereasoner.cli.common import console, emit_report, fail, open_pool
 from codereasoner.cli.score_reval import score_reval_command
 from codereasoner.evaluation import (
     GenerationsError,
@@ -131,14 +131,7 @@ def score_command(
     report = _report(official, strict, ks, generations, fmt, elapsed)
     if fmt == "jsonl":  # completions were extracted here: say how
         report.update(style=chosen_style.value, extraction=chosen_extraction.value)
-    if as_json:
-        typer.echo(json.dumps(report, indent=2))
-    else:
-        _print(report)
-    if report["sandbox_errors"]:
-        error_console.print(f"[yellow]warning:[/] {report['sandbox_errors']} samples hit sandbox "
-                            "errors (infrastructure, not the answers); the scores are incomplete")  # fmt: skip
-        raise typer.Exit(1)
+    emit_report(report, as_json, _print)
 
 
 def _report(

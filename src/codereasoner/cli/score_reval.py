@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
-import typer
 from rich.markup import escape
 from rich.table import Table
 
 from codereasoner import benchmarks
-from codereasoner.cli.common import console, error_console, fail, open_pool
+from codereasoner.cli.common import console, emit_report, fail, open_pool
 from codereasoner.evaluation.generations import GenerationsError
 from codereasoner.evaluation.reval_scoring import (
     KINDS,
@@ -69,14 +67,7 @@ def score_reval_command(
     report = reval_report(scored, found.logged, chosen_style, chosen_extraction)
     report.update(generations=str(generations), format=found.format,
                   wall_s=round(time.perf_counter() - started, 3))  # fmt: skip
-    if as_json:
-        typer.echo(json.dumps(report, indent=2))
-    else:
-        _print(report)
-    if report["sandbox_errors"]:
-        error_console.print(f"[yellow]warning:[/] {report['sandbox_errors']} samples hit sandbox "
-                            "errors (infrastructure, not the answers); the scores are incomplete")  # fmt: skip
-        raise typer.Exit(1)
+    emit_report(report, as_json, _print)
 
 
 def reval_report(
