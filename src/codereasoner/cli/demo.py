@@ -85,7 +85,11 @@ def demo_command(
     for item, result in zip(ITEMS, results, strict=True):
         truth = result.parsed_value() if result.ok and result.is_literal else None
         verdict, style = grade(item.answer, truth, result.ok and result.is_literal)
-        shown = result.value if result.ok else result.describe()
+        shown = (
+            result.value
+            if result.ok
+            else f"{result.status.value}: {result.exception_type or ''}".rstrip(": ")
+        )
         status_style = "green" if result.ok else "yellow"
         table.add_row(escape(item.name), escape(item.call), f"[{status_style}]{escape(shown or '')}[/]",
                       escape(item.answer), f"[{style}]{escape(verdict)}[/]")  # fmt: skip
