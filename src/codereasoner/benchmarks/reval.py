@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from codereasoner.benchmarks import reval_programs, reval_truth
+from codereasoner.benchmarks import reval_programs, reval_truth, reval_vars
 from codereasoner.benchmarks.cache import DataUnavailable, Source, cache_root, sha256_file
 from codereasoner.benchmarks.records import read_jsonl
 from codereasoner.benchmarks.reval_items import build_items
@@ -165,7 +165,7 @@ def truth_path(paths: Mapping[str, Path], python: str, cache: Path | None = None
     for source in (DATA, TASKS):
         digest.update(sha256_file(paths[source.filename]).encode())
     digest.update(f"{python}/{TRUTH_VERSION}".encode())
-    for module in (reval_programs, reval_truth):  # any change to how truth is computed
+    for module in (reval_programs, reval_truth, reval_vars):  # any change to how truth is computed
         digest.update(Path(module.__file__ or "").read_bytes())
     return (cache or cache_root()) / "reval" / f"truth-{digest.hexdigest()[:20]}-py{python}.json"
 

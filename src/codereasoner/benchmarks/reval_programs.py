@@ -20,10 +20,12 @@ import ast
 import functools
 import inspect
 import re
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from codereasoner.benchmarks import reval_vars
 from codereasoner.execution import Program
 from codereasoner.tasks.reval_output import SITE_PREAMBLE, without_main_guard
 
@@ -159,14 +161,16 @@ def probe_program(row: Mapping[str, Any], input_idx: int) -> Program:
     )
 
 
+_NODE_VALUES = textwrap.indent(inspect.getsource(reval_vars.node_values), "    ")
+
 # The state probe: records, at the line events the parent asks for (counted over the traced
 # program's frames, as the tracer counts steps), deep copies of the named locals, keeping only
 # what upstream keeps; then evaluates each question's variable expression over those copies with
 # upstream's VarInterpreter rules and returns [type name, rendered text or None] per value.
 _PROBE = f"""
 def {PROBE_ENTRY}(plan):
-    import ast, collections, copy, datetime, itertools, sys
-    from collections.abc import Generator, Iterator
+    import ast, collections, contextlib, copy, datetime, itertools, sys
+    from collections.abc import Generator, Iterator, Mapping, Sequence
     import values
 
     wanted, snaps, lines, states = plan["snap"], {{}}, {{}}, []
@@ -202,34 +206,7 @@ def {PROBE_ENTRY}(plan):
     finally:
         sys.settrace(None)
 
-    def node_values(node, after):
-        if isinstance(node, ast.Constant):
-            return [node.value]
-        if isinstance(node, ast.Name):
-            return [state[node.id] for state in after if node.id in state] or None
-        if isinstance(node, ast.Attribute):
-            found = node_values(node.value, after)
-            if found is None:
-                return None
-            return [getattr(o, node.attr) for o in found if hasattr(o, node.attr)] or None
-        if isinstance(node, ast.Subscript):
-            found, keys = node_values(node.value, after), node_values(node.slice, after)
-            if found is None or keys is None:
-                return None
-            out = []
-            for container, key in itertools.product(found, keys):
-                try:
-                    out.append(container[key])
-                except (TypeError, KeyError, IndexError):
-                    pass
-            return out or None
-        if isinstance(node, ast.Tuple):
-            parts = [node_values(part, after) for part in node.elts]
-            if any(part is None for part in parts):
-                return None
-            return list(itertools.product(*parts))
-        raise ValueError("unsupported node")
-
+{_NODE_VALUES}
     def plain(value, top=True):
         kind = type(value)
         if kind.__module__ == "numpy" and hasattr(value, "tolist"):

@@ -31,8 +31,6 @@ into it (a line event replaces the state's locals). How each REval definition ma
 from __future__ import annotations
 
 import ast
-import contextlib
-import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +42,7 @@ from codereasoner.benchmarks.reval_programs import (
     pair_program,
     probe_program,
 )
+from codereasoner.benchmarks.reval_vars import node_values
 from codereasoner.execution import Batch, Call, Limits, Pool, TraceOptions
 from codereasoner.trace import ExecutionTrace, TracedCall, trace_batches
 
@@ -171,36 +170,9 @@ def _has_attribute(expression: str) -> bool:
 def evaluate_var(expression: str, after: Sequence[Mapping[str, object]]) -> list[object] | None:
     """Upstream's VarInterpreter over plain values; None is Nil."""
     try:
-        return _node_values(ast.parse(expression).body[0].value, after)  # type: ignore[attr-defined]
+        return node_values(ast.parse(expression).body[0].value, after)  # type: ignore[attr-defined]
     except Exception:
         return None
-
-
-def _node_values(node: ast.AST, after: Sequence[Mapping[str, object]]) -> list[object] | None:
-    if isinstance(node, ast.Constant):
-        return [node.value]
-    if isinstance(node, ast.Name):
-        return [state[node.id] for state in after if node.id in state] or None
-    if isinstance(node, ast.Attribute):
-        found = _node_values(node.value, after)
-        if found is None:
-            return None
-        return [getattr(o, node.attr) for o in found if hasattr(o, node.attr)] or None
-    if isinstance(node, ast.Subscript):
-        found, keys = _node_values(node.value, after), _node_values(node.slice, after)
-        if found is None or keys is None:
-            return None
-        out = []
-        for container, key in itertools.product(found, keys):
-            with contextlib.suppress(TypeError, KeyError, IndexError):
-                out.append(container[key])  # type: ignore[index]
-        return out or None
-    if isinstance(node, ast.Tuple):
-        parts = [_node_values(part, after) for part in node.elts]
-        if any(part is None for part in parts):
-            return None
-        return list(itertools.product(*parts))  # type: ignore[arg-type]
-    raise ValueError(f"unsupported node {type(node).__name__}")
 
 
 def show(value: object) -> Value:
