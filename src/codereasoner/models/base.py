@@ -1,0 +1,154 @@
+"""The model interface every backend implements, and model spec strings.
+
+A backend turns requests (a prompt, the sample indices wanted, sampling settings) into
+completions, reporting each request's completions through a callback as soon as they are done,
+so that callers can store them incrementally.
+
+Spec strings: ``openai:NAME@URL`` (any OpenAI-compatible server), ``vllm:PATH``
+(offline ``vllm.LLM``), ``hf:PATH`` (transformers, a local folder or hub name), ``oracle``
+(answers from ground truth: the pipeline's self-check).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from codereasoner.tasks import Item
+
+KINDS = ("openai", "vllm", "hf", "oracle")
+
+
+class BackendError(RuntimeError):
+    """A failure that retrying will not fix (bad key, unknown model, unreachable server).
+
+    The message is one line that names what failed and what to check.
+    """
+
+
+class SpecError(ValueError):
+    """A model spec string that does not parse."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling settings; part of the completion cache key."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 1024
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    def key(self) -> str:
+        """Canonical JSON of the settings (the cache key's sampling part)."""
+        data = asdict(self)
+        data["stop"] = list(self.stop)
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Request:
+    """Generate one completion per entry of ``samples`` (sample indices, e.g. ``(0, 1, 2)``).
+
+    ``chat`` sends the prompt as one user message (with ``system`` before it when given);
+    otherwise it is a raw completion prompt. ``item`` and ``task`` are read only by the oracle.
+    """
+
+    prompt: str
+    samples: tuple[int, ...] = (0,)
+    sampling: Sampling = field(default_factory=Sampling)
+    chat: bool = False
+    system: str | None = None
+    item: Item | None = None
+    task: str = ""
+
+    def prompt_hash(self) -> str:
+        return prompt_hash(self.prompt, self.chat, self.system)
+
+
+def prompt_hash(prompt: str, chat: bool = False, system: str | None = None) -> str:
+    """sha256 over what the model sees (the prompt, chat or raw, the system message)."""
+    payload = json.dumps([prompt, chat, system], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sample's text. ``finish_reason``: ``stop``, ``length`` or what the backend said."""
+
+    sample: int
+    text: str
+    finish_reason: str = "stop"
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float = 0.0
+
+
+OnResult = Callable[[int, list[Completion]], None]
+"""Called with the request's index in the batch and its completions (one per sample, in order)."""
+
+
+class Backend(Protocol):
+    """What the runner needs from a model."""
+
+    @property
+    def model_id(self) -> str:
+        """A stable name for the model: the cache key's model part (e.g. ``openai:NAME@URL``)."""
+        ...
+
+    def generate(self, requests: Sequence[Request], on_result: OnResult) -> None:
+        """Generate every request's samples, calling ``on_result`` once per request.
+
+        Transient failures are retried inside; raises :class:`BackendError` for failures that
+        retrying will not fix. Results already reported stay reported.
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    kind: str
+    name: str = ""
+    url: str = ""
+
+    def __str__(self) -> str:
+        if self.kind == "oracle":
+            return "oracle"
+        return f"{self.kind}:{self.name}" + (f"@{self.url}" if self.url else "")
+
+
+def parse_spec(text: str) -> ModelSpec:
+    """``openai:NAME@URL``, ``vllm:PATH``, ``hf:PATH`` or ``oracle``; SpecError otherwise."""
+    text = text.strip()
+    if text == "oracle":
+        return ModelSpec("oracle")
+    kind, sep, rest = text.partition(":")
+    if not sep or kind not in KINDS or kind == "oracle":
+        raise SpecError(
+            f"model spec {text!r}: expected openai:NAME@URL, vllm:PATH, hf:PATH or oracle"
+        )
+    if kind == "openai":
+        name, at, url = rest.rpartition("@")
+        if not at or not name or not url.startswith(("http://", "https://")):
+            raise SpecError(
+                f"model spec {text!r}: expected openai:NAME@URL with an http(s) URL, "
+                "e.g. openai:Qwen2.5-7B@http://127.0.0.1:8000/v1"
+            )
+        return ModelSpec("openai", name, url.rstrip("/"))
+    if not rest:
+        raise SpecError(f"model spec {text!r}: expected {kind}:PATH (a local folder or hub name)")
+    return ModelSpec(kind, rest)
+
+
+def check_completions(request: Request, completions: Sequence[Completion]) -> None:
+    """A backend's answer must hold exactly the requested samples, in order."""
+    got = tuple(completion.sample for completion in completions)
+    if got != request.samples:
+        raise BackendError(f"backend returned samples {got}, expected {request.samples}")
