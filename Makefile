@@ -51,7 +51,7 @@ $(VENV)/.core: pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.dev: pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,train]'
 	touch $@ $(VENV)/.core
 
 clean:

@@ -109,6 +109,11 @@ class Backend(Protocol):
         """
         ...
 
+    def preflight(self) -> None:
+        """Check the model is usable before any work (server reachable, key accepted, model
+        known, weights loadable); raises :class:`BackendError` with one clear line."""
+        ...
+
     def close(self) -> None: ...
 
 
