@@ -3,13 +3,15 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 REVAL_DEBS := python3-numpy python3-bs4 python3-lxml python3-gensim
+# The HTML report test renders the page in headless Chromium.
+TEST_DEBS := $(REVAL_DEBS) chromium
 
-.PHONY: demo test lint bench system-deps reval-deps clean
+.PHONY: demo test lint bench system-deps test-deps clean
 
 demo: system-deps $(VENV)/.core
 	$(BIN)/codereasoner demo
 
-test: system-deps reval-deps $(VENV)/.dev
+test: system-deps test-deps $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m pytest -q
 
@@ -32,13 +34,13 @@ system-deps:
 	fi
 
 # REval's ClassEval programs import numpy, bs4 (with lxml) and gensim in the sandbox's Python.
-reval-deps:
-	@missing=$$(for p in $(REVAL_DEBS); do dpkg -s $$p >/dev/null 2>&1 || printf '%s ' $$p; done); \
+test-deps:
+	@missing=$$(for p in $(TEST_DEBS); do dpkg -s $$p >/dev/null 2>&1 || printf '%s ' $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing) >/dev/null; \
 	  else \
-	    echo "note: REval ground truth needs the Debian packages $$missing (sudo apt-get install $$missing)"; \
+	    echo "note: some tests need the Debian packages $$missing (sudo apt-get install $$missing)"; \
 	  fi; \
 	fi
 
