@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from codereasoner.cli import bench, demo, doctor, run, score, trace
+from codereasoner.cli import bench, demo, doctor, evaluate, report, run, score, trace
 
 app = typer.Typer(
     name="codereasoner",
@@ -19,6 +19,8 @@ doctor.register(app)
 trace.register(app)
 score.register(app)
 bench.register(app)
+report.register(app)
+evaluate.register(app)
 
 
 def main() -> None:

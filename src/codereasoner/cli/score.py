@@ -14,18 +14,10 @@ from rich.table import Table
 from codereasoner import benchmarks
 from codereasoner.cli.common import console, emit_report, fail, open_pool
 from codereasoner.cli.score_reval import score_reval_command
-from codereasoner.evaluation import (
-    GenerationsError,
-    Scored,
-    check_ks,
-    read_generations,
-    sandbox_errors,
-    score,
-    strict_report,
-)
-from codereasoner.evaluation.core_metrics import report as core_report
+from codereasoner.evaluation import GenerationsError, check_ks, read_generations, score
 from codereasoner.evaluation.core_metrics import report_lines as core_lines
 from codereasoner.evaluation.metrics import COPY_POLICIES
+from codereasoner.evaluation.reports import core_report, pass_report
 from codereasoner.execution import Limits
 from codereasoner.tasks import Extracted, Extraction, Grading
 from codereasoner.tasks.base import check_style
@@ -128,46 +120,10 @@ def score_command(
             else None
         )
     elapsed = time.perf_counter() - started
-    report = _report(official, strict, ks, generations, fmt, elapsed)
+    report = pass_report(official, strict, ks, str(generations), fmt, elapsed)
     if fmt == "jsonl":  # completions were extracted here: say how
         report.update(style=chosen_style.value, extraction=chosen_extraction.value)
     emit_report(report, as_json, _print)
-
-
-def _report(
-    official: Scored, strict: Scored | None, ks: list[int], path: Path, fmt: str, elapsed: float
-) -> dict[str, Any]:
-    bench = official.benchmark
-    samples = sum(len(scores) for scores in official.scores.values())
-    report: dict[str, Any] = {
-        "benchmark": bench.name,
-        "generations": str(path),
-        "format": fmt,
-        "grading": official.grading.value,
-        "copies": official.copies,
-        "scale": "percent",
-        "items": len(official.items),
-        "samples": samples,
-        **official.pass_at(ks),
-        "reasons": official.reasons(),
-        "breakdown": {
-            "by": bench.breakdown,
-            "note": bench.breakdown_note,
-            "rows": official.by_category(ks),
-        },
-        "sandbox_errors": sandbox_errors(official),
-        "wall_s": round(elapsed, 3),
-    }
-    if strict is not None:
-        disagreements = strict_report(official, strict)
-        report["strict"] = {
-            **strict.pass_at(ks),
-            "reasons": strict.reasons(),
-            "disagreements": sum(row["count"] for row in disagreements),
-            "groups": disagreements,
-        }
-        report["sandbox_errors"] += sandbox_errors(strict)
-    return report
 
 
 def _print(report: dict[str, Any]) -> None:
@@ -230,25 +186,10 @@ def _score_core(
     try:
         items = benchmark.load(data_dir)
         fmt, answers = read_generations(path, items, benchmark.task.extract)
-        variants = {}
-        for name, grading in (("project", Grading.STRICT), ("ancestor", Grading.OFFICIAL)):
-            scored = score(benchmark, items, answers, None, grading=grading)
-            variants[name] = {**core_report(items, scored.scores), "reasons": scored.reasons()}
+        report = core_report(benchmark, items, answers, str(path), fmt)
     except (benchmarks.DataUnavailable, GenerationsError, ValueError) as exc:
         fail(str(exc))
-    report = {
-        "benchmark": benchmark.name,
-        "generations": str(path),
-        "format": fmt,
-        "items": len(items),
-        "samples": sum(len(samples) for samples in answers.values()),
-        "scale": "I, Is, Is_pairs, W, Ws, RCS in percent; Cons_paper, Cons_text as fractions",
-        "grading": {
-            "project": "strict: JSON-aware literal comparison (benchmarks.md 5.5), primary",
-            "ancestor": "official: ast.literal_eval comparison of TnTWoW/code_reasoning",
-        },
-        "variants": variants,
-    }
+    variants = report["variants"]
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return

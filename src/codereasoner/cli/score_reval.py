@@ -12,15 +12,10 @@ from rich.table import Table
 from codereasoner import benchmarks
 from codereasoner.cli.common import console, emit_report, fail, open_pool
 from codereasoner.evaluation.generations import GenerationsError
-from codereasoner.evaluation.reval_scoring import (
-    KINDS,
-    LIMITS,
-    RevalScored,
-    read_reval_generations,
-    score_reval,
-)
+from codereasoner.evaluation.reports import reval_report
+from codereasoner.evaluation.reval_scoring import LIMITS, read_reval_generations, score_reval
 from codereasoner.execution import Limits
-from codereasoner.tasks import Extracted, Extraction, Item, Style
+from codereasoner.tasks import Extracted, Extraction, Item
 from codereasoner.tasks.base import check_style
 from codereasoner.tasks.reval_tasks import RevalTasks
 
@@ -68,39 +63,6 @@ def score_reval_command(
     report.update(generations=str(generations), format=found.format,
                   wall_s=round(time.perf_counter() - started, 3))  # fmt: skip
     emit_report(report, as_json, _print)
-
-
-def reval_report(
-    scored: RevalScored, logged: dict[str, list[bool]], style: Style, extraction: Extraction
-) -> dict[str, Any]:
-    """Everything the command prints, as one JSON-ready dict."""
-    items = [item for item in scored.items if item.id in scored.scores]
-    outputs = [item for item in items if item.task == "output"]
-    classeval = [item for item in outputs if item.metadata["source"] == "classeval"]
-    subsets = {
-        "classeval_leak": [i for i in classeval if i.metadata["leak"]],
-        "classeval_assert_true_false": [i for i in classeval if i.metadata["bool_assert"]],
-        "other": [i for i in outputs if not (i.metadata["leak"] or i.metadata["bool_assert"])],
-    }
-    report: dict[str, Any] = {
-        "benchmark": "reval", "style": style.value, "extraction": extraction.value,
-        "scale": "accuracies as fractions, consistency in percent",
-        "items": {kind: sum(i.task == kind for i in items) for kind in KINDS},
-        "repeats": {kind: scored.repeats(kind) for kind in scored.kinds()},
-        **scored.mean_metrics(),
-        "by_source": {source: scored.mean_metrics([i for i in items
-                                                   if i.metadata["source"] == source])
-                      for source in ("humaneval", "classeval")},
-        "output_subsets": {name: {"items": len(group), "acc": scored.mean_metrics(group).get(
-            "output", 0.0)} for name, group in subsets.items() if group},
-        "reasons": scored.reasons(),
-        "sandbox_errors": scored.sandbox_errors(),
-    }  # fmt: skip
-    if logged:
-        differ = sum(score.correct != flag for item_id, flags in logged.items()
-                     for score, flag in zip(scored.scores[item_id], flags, strict=True))  # fmt: skip
-        report["log_verdicts_differing"] = differ
-    return report
 
 
 def _print(report: dict[str, Any]) -> None:

@@ -24,11 +24,22 @@ Tables
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from codereasoner.models.base import Completion
+from codereasoner.tasks import Reason, Score
 
 SCHEMA_VERSION = 1
 STORE_NAME = "run.sqlite"
+STATUSES = ("running", "done", "failed")
+TABLES = ("run", "prompts", "completions", "items", "scores", "results")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS run (
@@ -69,14 +80,17 @@ def store_path(run: Path) -> Path:
     return run / STORE_NAME if run.is_dir() or run.suffix != ".sqlite" else run
 
 
-def connect(path: Path, *, create: bool = False) -> sqlite3.Connection:
-    """Open (and with ``create`` initialise) a run store; WAL, so readers never block writers."""
+def connect(path: Path, *, create: bool = False, threads: bool = False) -> sqlite3.Connection:
+    """Open (and with ``create`` initialise) a run store; WAL, so readers never block writers.
+
+    ``threads``: the connection may be used from other threads (callers serialise its use).
+    """
     path = Path(path)
     if not create and not path.exists():
         raise FileNotFoundError(f"{path}: no run store here (expected {STORE_NAME})")
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(path)
+    connection = sqlite3.connect(path, check_same_thread=not threads)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=NORMAL")
     if create:
@@ -88,3 +102,198 @@ def connect(path: Path, *, create: bool = False) -> sqlite3.Connection:
         connection.close()
         raise ValueError(f"{path}: run store schema version {version}, expected {SCHEMA_VERSION}")
     return connection
+
+
+# ---------------------------------------------------------------------------------------
+# the typed API the runner uses; every write is idempotent under the primary keys
+# ---------------------------------------------------------------------------------------
+
+RUN_ID = "run"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    model: str
+    config: dict[str, Any]
+    status: str
+    message: str
+    created: float
+    updated: float
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    item_id: str
+    task: str
+    prompt_hash: str
+    truth: str
+    category: str
+    metadata: str  # JSON
+
+
+@dataclass(frozen=True)
+class StoredCompletion:
+    prompt_hash: str
+    sample: int
+    text: str
+    finish_reason: str
+
+
+class RunStore:
+    """One run store, safe to share between threads (a lock serialises the connection).
+
+    Writes commit at once (WAL, ``synchronous=NORMAL``): a ``kill -9`` loses at most the
+    write in progress, and SQLite rolls that back.
+    """
+
+    def __init__(self, path: Path, *, create: bool = False) -> None:
+        self.path = store_path(path)
+        self.connection = connect(self.path, create=create, threads=True)
+        self.lock = threading.Lock()
+
+    @classmethod
+    def exists(cls, run: Path) -> bool:
+        return store_path(run).exists()
+
+    def close(self) -> None:
+        with self.lock:
+            self.connection.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self.lock, self.connection:
+            self.connection.executemany(sql, rows)
+
+    def _read(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return self.connection.execute(sql, args).fetchall()
+
+    # -- the run row ---------------------------------------------------------------------
+
+    def run(self) -> RunRow | None:
+        rows = self._read("SELECT model, config, status, message, created, updated FROM run")
+        if not rows:
+            return None
+        model, config, status, message, created, updated = rows[0]
+        return RunRow(model, json.loads(config), status, message, created, updated)
+
+    def start_run(self, model: str, config: Mapping[str, Any]) -> None:
+        """Create the run row, or update its config and mark it running again."""
+        now = time.time()
+        text = json.dumps(config, sort_keys=True)
+        with self.lock, self.connection:
+            self.connection.execute(
+                "INSERT INTO run (id, model, created, updated, config, status, message) "
+                "VALUES (?, ?, ?, ?, ?, 'running', '') ON CONFLICT(id) DO UPDATE SET "
+                "model=excluded.model, updated=excluded.updated, config=excluded.config, "
+                "status='running', message=''",
+                (RUN_ID, model, now, now, text),
+            )
+
+    def update_config(self, config: Mapping[str, Any]) -> None:
+        self._write("UPDATE run SET config=?, updated=? WHERE id=?",
+                    [(json.dumps(config, sort_keys=True), time.time(), RUN_ID)])  # fmt: skip
+
+    def set_status(self, status: str, message: str = "") -> None:
+        """``running``, ``done`` or ``failed`` (with the failure's one-line message)."""
+        if status not in STATUSES:
+            raise ValueError(f"run status {status!r}; expected one of {', '.join(STATUSES)}")
+        self._write("UPDATE run SET status=?, message=?, updated=? WHERE id=?",
+                    [(status, message, time.time(), RUN_ID)])  # fmt: skip
+
+    # -- prompts and completions -----------------------------------------------------------
+
+    def record_prompts(self, rows: Iterable[tuple[str, str, bool, str | None]]) -> None:
+        """``(hash, text, chat, system)`` rows; existing hashes are kept."""
+        self._write("INSERT OR IGNORE INTO prompts (hash, text, chat, system) VALUES (?, ?, ?, ?)",
+                    ((h, text, int(chat), system) for h, text, chat, system in rows))  # fmt: skip
+
+    def record_completions(
+        self, model: str, prompt_hash: str, sampling: str, completions: Sequence[Completion]
+    ) -> None:
+        """One request's completions, in one transaction (first write wins on a re-run)."""
+        now = time.time()
+        self._write(
+            "INSERT OR IGNORE INTO completions (model, prompt_hash, sampling, sample, text, "
+            "finish_reason, prompt_tokens, completion_tokens, latency_s, created) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(model, prompt_hash, sampling, c.sample, c.text, c.finish_reason, c.prompt_tokens,
+              c.completion_tokens, c.latency_s, now) for c in completions],
+        )  # fmt: skip
+
+    def cached_samples(self, model: str, sampling: str, n: int) -> dict[str, set[int]]:
+        """Sample indices below ``n`` already stored, per prompt hash."""
+        found: dict[str, set[int]] = {}
+        rows = self._read("SELECT prompt_hash, sample FROM completions WHERE model=? AND "
+                          "sampling=? AND sample<?", (model, sampling, n))  # fmt: skip
+        for prompt_hash, sample in rows:
+            found.setdefault(prompt_hash, set()).add(sample)
+        return found
+
+    def completions(self, model: str, sampling: str, hashes: Iterable[str], n: int
+                    ) -> dict[tuple[str, int], StoredCompletion]:  # fmt: skip
+        """The stored completions of ``hashes`` with sample < ``n``, by (hash, sample)."""
+        wanted = set(hashes)
+        rows = self._read("SELECT prompt_hash, sample, text, finish_reason FROM completions "
+                          "WHERE model=? AND sampling=? AND sample<?", (model, sampling, n))  # fmt: skip
+        return {(row[0], row[1]): StoredCompletion(*row) for row in rows if row[0] in wanted}
+
+    # -- items, scores, results -------------------------------------------------------------
+
+    def record_items(self, benchmark: str, rows: Iterable[ItemRow]) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO items (benchmark, item_id, task, prompt_hash, truth, "
+            "category, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            ((benchmark, r.item_id, r.task, r.prompt_hash, r.truth, r.category, r.metadata)
+             for r in rows),
+        )  # fmt: skip
+
+    def scored_samples(self, benchmark: str, n: int) -> dict[str, set[int]]:
+        found: dict[str, set[int]] = {}
+        rows = self._read("SELECT item_id, sample FROM scores WHERE benchmark=? AND sample<?",
+                          (benchmark, n))  # fmt: skip
+        for item_id, sample in rows:
+            found.setdefault(item_id, set()).add(sample)
+        return found
+
+    def record_scores(self, benchmark: str, scores: Iterable[Score]) -> None:
+        """Verdicts (replacing any earlier verdict of the same sample), in one transaction."""
+        self._write(
+            "INSERT OR REPLACE INTO scores (benchmark, item_id, sample, answer, correct, reason, "
+            "detail, skipped) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            ((benchmark, s.item_id, s.sample, s.answer, int(s.correct), s.reason.value, s.detail,
+              int(s.skipped)) for s in scores),
+        )  # fmt: skip
+
+    def scores(self, benchmark: str, n: int) -> dict[str, list[Score]]:
+        """Every stored verdict with sample < ``n``, per item, in sample order."""
+        rows = self._read("SELECT item_id, sample, answer, correct, reason, detail, skipped FROM "
+                          "scores WHERE benchmark=? AND sample<? ORDER BY item_id, sample",
+                          (benchmark, n))  # fmt: skip
+        found: dict[str, list[Score]] = {}
+        for item_id, sample, answer, correct, reason, detail, skipped in rows:
+            found.setdefault(item_id, []).append(
+                Score(item_id, sample, answer, bool(correct), Reason(reason), detail, bool(skipped))
+            )
+        return found
+
+    def record_result(self, benchmark: str, report: Mapping[str, Any]) -> None:
+        self._write("INSERT OR REPLACE INTO results (benchmark, report, created) VALUES (?, ?, ?)",
+                    [(benchmark, json.dumps(report), time.time())])  # fmt: skip
+
+    def results(self) -> dict[str, dict[str, Any]]:
+        rows = self._read("SELECT benchmark, report FROM results ORDER BY benchmark")
+        return {benchmark: json.loads(report) for benchmark, report in rows}
+
+    def drop_results(self) -> None:
+        """Forget every stored report (they are derived; the next run recomputes them)."""
+        self._write("DELETE FROM results", [()])
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table (for checks and the summary)."""
+        return {table: self._read(f"SELECT COUNT(*) FROM {table}")[0][0] for table in TABLES}

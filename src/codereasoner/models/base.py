@@ -56,7 +56,8 @@ class Request:
     """Generate one completion per entry of ``samples`` (sample indices, e.g. ``(0, 1, 2)``).
 
     ``chat`` sends the prompt as one user message (with ``system`` before it when given);
-    otherwise it is a raw completion prompt. ``item`` and ``task`` are read only by the oracle.
+    otherwise it is a raw completion prompt. ``item``, ``task`` (the benchmark) and ``style``
+    (the prompt style) are read only by the oracle.
     """
 
     prompt: str
@@ -66,6 +67,7 @@ class Request:
     system: str | None = None
     item: Item | None = None
     task: str = ""
+    style: str = ""
 
     def prompt_hash(self) -> str:
         return prompt_hash(self.prompt, self.chat, self.system)

@@ -1,0 +1,392 @@
+"""Read run stores (``RUN/run.sqlite``) into plain objects for reports.
+
+Everything a report shows comes from here: each benchmark's stored report (the dict
+``codereasoner score --json`` prints), its headline metrics, its per-category tables, and
+example failures (prompt, completion, extracted answer, expected value, verdict).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codereasoner.evaluation.store import connect, store_path
+from codereasoner.models.base import Sampling
+
+PASSK = "passk"
+CORE = "core"
+REVAL = "reval"
+OTHER = "other"
+PERCENT = "%"
+FRACTION = "fraction"
+CORE_METRICS = ("I", "Is", "W", "Ws", "RCS", "Cons_paper", "Cons_text")
+REVAL_METRICS = (  # (label, report key, inner key, unit)
+    ("coverage acc", "coverage", "acc", FRACTION),
+    ("coverage F1", "coverage", "f1", FRACTION),
+    ("state acc", "state", None, FRACTION),
+    ("path acc", "path", None, FRACTION),
+    ("output acc", "output", None, FRACTION),
+    ("average acc", "avg_acc", None, FRACTION),
+    ("consistency (IC)", "consistency", None, PERCENT),
+)
+
+
+class ReportDataError(ValueError):
+    """A run store that cannot be read; the message is one line naming the file and the fault."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One headline number; higher is better for every metric a report shows."""
+
+    name: str
+    value: float | None
+    unit: str = PERCENT
+
+    def text(self) -> str:
+        if self.value is None:
+            return "-"
+        return f"{self.value:.2f}" if self.unit == PERCENT else f"{self.value:.4f}"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One wrong (or skipped) sample, with everything needed to see why."""
+
+    item_id: str
+    sample: int
+    category: str
+    task: str
+    prompt: str | None
+    completion: str | None
+    answer: str | None
+    expected: str
+    reason: str
+    detail: str
+    skipped: bool
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """A per-category table: ``rows[category][column]``; ``counts`` is the size column."""
+
+    title: str
+    note: str
+    columns: tuple[str, ...]
+    unit: str
+    rows: dict[str, dict[str, float | None]]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """One benchmark of one run."""
+
+    name: str
+    kind: str
+    report: dict[str, Any]
+    metrics: tuple[Metric, ...]
+    breakdowns: tuple[Breakdown, ...]
+    failures: dict[str, tuple[Failure, ...]]  # per category, at most ``examples`` each
+    failure_counts: dict[str, int]  # per category, all failures
+    scored_samples: int
+
+    @property
+    def total_failures(self) -> int:
+        return sum(self.failure_counts.values())
+
+    def metric(self, name: str) -> Metric | None:
+        return next((metric for metric in self.metrics if metric.name == name), None)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One evaluation run: its ``run`` row and its benchmarks (sorted by name)."""
+
+    path: Path
+    id: str
+    model: str
+    status: str
+    message: str
+    created: float
+    updated: float
+    config: dict[str, Any]
+    benchmarks: dict[str, BenchmarkResult]
+
+    @property
+    def folder(self) -> str:
+        """The run directory's name (the store's parent's, when given the file)."""
+        path = self.path.parent if self.path.suffix == ".sqlite" else self.path
+        return path.resolve().name or str(path)
+
+
+def load_runs(paths: Sequence[Path], examples: int = 3) -> list[Run]:
+    """Read every run (a run directory or its ``run.sqlite``), keeping ``examples`` failures
+    per benchmark and category; raises :class:`ReportDataError` with a one-line message."""
+    if examples < 0:
+        raise ReportDataError(f"--examples: expected 0 or more, got {examples}")
+    return [load_run(Path(path), examples) for path in paths]
+
+
+def load_run(path: Path, examples: int = 3) -> Run:
+    """Read one run store; see :func:`load_runs`."""
+    where = store_path(path)
+    try:
+        connection = connect(where)
+    except (FileNotFoundError, ValueError) as exc:
+        raise ReportDataError(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise ReportDataError(f"{where}: not a readable run store ({exc})") from None
+    try:
+        return _read(connection, Path(path), where, examples)
+    except sqlite3.Error as exc:
+        raise ReportDataError(f"{where}: not a readable run store ({exc})") from None
+    finally:
+        connection.close()
+
+
+def _read(connection: sqlite3.Connection, path: Path, where: Path, examples: int) -> Run:
+    rows = connection.execute(
+        "SELECT id, model, created, updated, config, status, message FROM run"
+    ).fetchall()
+    if len(rows) != 1:
+        raise ReportDataError(f"{where}: table run holds {len(rows)} rows, expected 1")
+    run_id, model, created, updated, config_text, status, message = rows[0]
+    config = _json(config_text, f"{where}: run.config")
+    if not isinstance(config, dict):
+        raise ReportDataError(f"{where}: run.config: expected a JSON object")
+    sampling = _sampling_key(config.get("sampling"))
+    n = config.get("n")
+    samples = n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+    reports = {}
+    for name, text in connection.execute("SELECT benchmark, report FROM results ORDER BY 1"):
+        report = _json(text, f"{where}: results.report of {name!r}")
+        if not isinstance(report, dict):
+            raise ReportDataError(f"{where}: results.report of {name!r}: expected a JSON object")
+        reports[name] = report
+    scored = dict(
+        connection.execute(
+            "SELECT benchmark, count(*) FROM scores WHERE sample < ? GROUP BY 1",
+            (samples or 2**62,),
+        )
+    )
+    benchmarks = {}
+    for name in sorted(reports.keys() | scored.keys()):
+        report = reports.get(name, {})
+        keys = config.get("sampling_keys")
+        exact = keys.get(name) if isinstance(keys, dict) else None
+        key = exact if isinstance(exact, str) else sampling
+        counts, failures = _failures(connection, name, model, key, samples, examples)
+        try:
+            kind, metrics, breakdowns = _summarise(report)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReportDataError(f"{where}: results.report of {name!r}: unexpected shape "
+                                  f"({type(exc).__name__}: {exc})") from None  # fmt: skip
+        benchmarks[name] = BenchmarkResult(name, kind, report, metrics, breakdowns, failures,
+                                           counts, scored.get(name, 0))  # fmt: skip
+    return Run(path, str(run_id), str(model), str(status), str(message), float(created),
+               float(updated), config, benchmarks)  # fmt: skip
+
+
+def _json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, json.JSONDecodeError) as exc:
+        raise ReportDataError(f"{what}: not valid JSON ({exc})") from None
+
+
+def _sampling_key(sampling: Any) -> str | None:
+    """The completion cache's sampling key of the run (see ``Sampling.key``)."""
+    if isinstance(sampling, str):
+        return sampling
+    if isinstance(sampling, dict):
+        try:
+            return Sampling(**{**sampling, "stop": tuple(sampling.get("stop", ()))}).key()
+        except TypeError:
+            return json.dumps(sampling, sort_keys=True, separators=(",", ":"))
+    return None
+
+
+_FAILURES = """
+SELECT s.item_id, s.sample, s.answer, s.reason, s.detail, s.skipped,
+       i.category, i.task, i.truth, i.prompt_hash
+FROM scores s LEFT JOIN items i ON i.benchmark = s.benchmark AND i.item_id = s.item_id
+WHERE s.benchmark = ? AND s.sample < ? AND (s.correct = 0 OR s.skipped = 1)
+"""
+# Prefer the run's own sampling key; any stored sampling of the same prompt and sample else.
+_COMPLETION = """
+SELECT text FROM completions WHERE model = ? AND prompt_hash = ? AND sample = ?
+ORDER BY sampling != ?, sampling LIMIT 1
+"""
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key reading digit runs as numbers ('sample_2' before 'sample_10')."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part)
+                 for part in re.split(r"(\d+)", text) if part)  # fmt: skip
+
+
+def _failures(
+    connection: sqlite3.Connection,
+    benchmark: str,
+    model: str,
+    sampling: str | None,
+    samples: int | None,
+    keep: int,
+) -> tuple[dict[str, int], dict[str, tuple[Failure, ...]]]:
+    """Failures per category (all counted, the first ``keep`` in item order kept)."""
+    counts: dict[str, int] = {}
+    kept: dict[str, list[Failure]] = {}
+    rows = connection.execute(_FAILURES, (benchmark, samples or 2**62)).fetchall()
+    rows.sort(key=lambda row: (natural_key(str(row[6])), natural_key(str(row[0])), row[1]))
+    for row in rows:
+        item_id, sample, answer, reason, detail, skipped, category, task, truth, prompt_hash = row
+        category = "?" if category is None else str(category)
+        counts[category] = counts.get(category, 0) + 1
+        chosen = kept.setdefault(category, [])
+        if len(chosen) >= keep:
+            continue
+        prompt = completion = None
+        if prompt_hash is not None:
+            found = connection.execute(
+                "SELECT text FROM prompts WHERE hash = ?", (prompt_hash,)
+            ).fetchone()
+            prompt = found[0] if found else None
+            found = connection.execute(
+                _COMPLETION, (model, prompt_hash, sample, sampling or "")
+            ).fetchone()
+            completion = found[0] if found else None
+        chosen.append(Failure(str(item_id), int(sample), category, task or "", prompt, completion,
+                              answer, truth or "", str(reason), str(detail), bool(skipped)))  # fmt: skip
+    return counts, {name: tuple(rows) for name, rows in kept.items()}
+
+
+def _summarise(report: dict[str, Any]) -> tuple[str, tuple[Metric, ...], tuple[Breakdown, ...]]:
+    """The kind of report, its headline metrics and its per-category tables."""
+    if "variants" in report:
+        return CORE, _core_metrics(report), _core_breakdowns(report)
+    if report.get("benchmark") == "reval" or "avg_acc" in report:
+        return REVAL, _reval_metrics(report), _reval_breakdowns(report)
+    ks = pass_keys(report)
+    if ks:
+        metrics = [Metric(key, _number(report[key])) for key in ks]
+        strict = report.get("strict")
+        if isinstance(strict, dict):
+            metrics += [Metric(f"strict {key}", _number(strict.get(key))) for key in ks]
+        return PASSK, tuple(metrics), _passk_breakdowns(report, ks)
+    return OTHER, (), ()
+
+
+def pass_keys(report: dict[str, Any]) -> list[str]:
+    """``pass@k`` keys of a report, by k."""
+    keys = [key for key in report if key.startswith("pass@") and key[5:].isdigit()]
+    return sorted(keys, key=lambda key: int(key[5:]))
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _passk_breakdowns(report: dict[str, Any], ks: list[str]) -> tuple[Breakdown, ...]:
+    breakdown = report.get("breakdown")
+    if not isinstance(breakdown, dict) or not breakdown.get("rows"):
+        return ()
+    rows = {str(name): {key: _number(row.get(key)) for key in ks}
+            for name, row in breakdown["rows"].items()}  # fmt: skip
+    counts = {str(name): int(row.get("items", 0)) for name, row in breakdown["rows"].items()}
+    title = f"by {breakdown.get('by', 'category')}"
+    return (Breakdown(title, str(breakdown.get("note", "")), tuple(ks), PERCENT, rows, counts),)
+
+
+def _core_metrics(report: dict[str, Any]) -> tuple[Metric, ...]:
+    mean = report["variants"]["project"]["mean"]
+    return tuple(
+        Metric(name, _number(mean.get(name)), FRACTION if name.startswith("Cons") else PERCENT)
+        for name in CORE_METRICS
+    )
+
+
+def _core_breakdowns(report: dict[str, Any]) -> tuple[Breakdown, ...]:
+    mean = report["variants"]["project"]["mean"]
+    tables = []
+    for key, title, column, size in (("dimensions", "Ws by probe dimension", "Ws", "probes"),
+                                     ("families", "Is by code family", "Is", "implementations")):  # fmt: skip
+        table = mean.get(key) or {}
+        rows = {str(name): {column: _number(row.get(column))} for name, row in table.items()}
+        counts = {str(name): int(row.get(size, 0)) for name, row in table.items()}
+        tables.append(Breakdown(title, f"project grading; size column: {size}", (column,),
+                                PERCENT, rows, counts))  # fmt: skip
+    return tuple(table for table in tables if table.rows)
+
+
+def reval_value(part: dict[str, Any], key: str, inner: str | None) -> float | None:
+    """One REval metric from a report (or a ``by_source`` part); None where absent."""
+    value = part.get(key)
+    if isinstance(value, dict):
+        value = value.get(inner) if inner else None
+    return _number(value)
+
+
+def _reval_metrics(report: dict[str, Any]) -> tuple[Metric, ...]:
+    return tuple(Metric(label, reval_value(report, key, inner), unit)
+                 for label, key, inner, unit in REVAL_METRICS)  # fmt: skip
+
+
+def _reval_breakdowns(report: dict[str, Any]) -> tuple[Breakdown, ...]:
+    by_source = report.get("by_source") or {}
+    labels = tuple(label for label, _, _, unit in REVAL_METRICS if unit == FRACTION)
+    rows = {
+        str(source): {label: reval_value(part, key, inner)
+                      for label, key, inner, unit in REVAL_METRICS if unit == FRACTION}
+        for source, part in by_source.items() if isinstance(part, dict) and part
+    }  # fmt: skip
+    if not rows:
+        return ()
+    return (Breakdown("by source", "accuracies as fractions", labels, FRACTION, rows),)
+
+
+def run_labels(runs: Sequence[Run]) -> list[str]:
+    """A short, unique label per run: the model, with the run's folder where models repeat."""
+    models = [run.model for run in runs]
+    labels = [run.model if models.count(run.model) == 1 else f"{run.model} ({run.folder})"
+              for run in runs]  # fmt: skip
+    seen: dict[str, int] = {}
+    unique = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        unique.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return unique
+
+
+def benchmark_names(runs: Sequence[Run]) -> list[str]:
+    """Every benchmark any run holds, sorted."""
+    return sorted({name for run in runs for name in run.benchmarks})
+
+
+def metric_names(runs: Sequence[Run], benchmark: str) -> list[str]:
+    """The benchmark's metric names across runs, in first-seen order."""
+    names: list[str] = []
+    for run in runs:
+        result = run.benchmarks.get(benchmark)
+        for metric in result.metrics if result else ():
+            if metric.name not in names:
+                names.append(metric.name)
+    return names
+
+
+def best_values(values: Sequence[float | None]) -> set[int]:
+    """Indices of the best (highest) values, when at least two runs have values that differ."""
+    present = [value for value in values if value is not None]
+    if len(present) < 2 or len(set(present)) == 1:
+        return set()
+    top = max(present)
+    return {index for index, value in enumerate(values) if value is not None and value == top}

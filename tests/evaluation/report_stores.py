@@ -1,0 +1,158 @@
+"""Run stores for the report tests, written the way the runner writes them, with real scores.
+
+Each ``add_*`` loads real benchmark items, extracts and grades real (fixture or official)
+generations with the project's own scoring, and stores prompts, items, completions, scores and
+the same report ``codereasoner score --json`` prints.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from codereasoner import benchmarks
+from codereasoner.benchmarks import reval
+from codereasoner.evaluation import score
+from codereasoner.evaluation.reports import core_report, pass_report, reval_report
+from codereasoner.evaluation.reval_scoring import score_reval
+from codereasoner.evaluation.store import connect
+from codereasoner.execution import Pool
+from codereasoner.models.base import Sampling, prompt_hash
+from codereasoner.tasks import Answer, Extracted, Extraction, Grading, Item, Score, Style
+from codereasoner.tasks.reval_tasks import RevalTasks
+
+SAMPLING = Sampling(temperature=0.2, top_p=0.95, max_tokens=256)
+CREATED = 1_790_000_000.0  # fixed, so that reports of these stores are reproducible
+
+
+def new_store(
+    run_dir: Path, model: str, run_id: str, benches: Sequence[str], n: int = 10
+) -> sqlite3.Connection:
+    """A fresh store with its ``run`` row (status ``done``; ``n`` samples per item at most)."""
+    connection = connect(run_dir / "run.sqlite", create=True)
+    config = {"benchmarks": list(benches), "n": n, "sampling": json.loads(SAMPLING.key()),
+              "style": "direct", "extraction": "official", "grading": "official"}  # fmt: skip
+    connection.execute("INSERT INTO run VALUES (?, ?, ?, ?, ?, 'done', '')",
+                       (run_id, model, CREATED, CREATED + 60, json.dumps(config)))  # fmt: skip
+    connection.commit()
+    return connection
+
+
+def _store_samples(
+    connection: sqlite3.Connection,
+    model: str,
+    bench_name: str,
+    items: Sequence[Item],
+    prompts: Mapping[str, str],
+    texts: Mapping[str, Sequence[str]],
+    category_key: str,
+    scores: Mapping[str, Sequence[Score]],
+) -> None:
+    for item in items:
+        hashed = prompt_hash(prompts[item.id])
+        connection.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, 0, NULL)",
+                           (hashed, prompts[item.id]))  # fmt: skip
+        category = str(item.metadata.get(category_key, item.task or "?"))
+        connection.execute(
+            "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (bench_name, item.id, item.task, hashed, item.truth, category,
+             json.dumps(dict(item.metadata), default=str)),
+        )  # fmt: skip
+        for sample, text in enumerate(texts[item.id]):
+            connection.execute(
+                "INSERT INTO completions VALUES (?, ?, ?, ?, ?, 'stop', NULL, NULL, 0.5, ?)",
+                (model, hashed, SAMPLING.key(), sample, text, CREATED),
+            )
+        for verdict in scores[item.id]:
+            connection.execute(
+                "INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (bench_name, item.id, verdict.sample, verdict.answer, int(verdict.correct),
+                 verdict.reason.value, verdict.detail, int(verdict.skipped)),
+            )  # fmt: skip
+
+
+def _result(connection: sqlite3.Connection, bench_name: str, report: dict[str, Any]) -> None:
+    connection.execute("INSERT INTO results VALUES (?, ?, ?)",
+                       (bench_name, json.dumps(report), CREATED + 30))  # fmt: skip
+    connection.commit()
+
+
+def add_official(
+    connection: sqlite3.Connection,
+    model: str,
+    bench_name: str,
+    data_dir: Path,
+    generations: Path,
+    pool: Pool,
+    *,
+    limit: int | None = None,
+    replace: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Grade an official ``{id: [answers]}`` file (first ``limit`` items; ``replace`` swaps
+    every sample of an item for that text) and store it; returns the report."""
+    bench = benchmarks.get(bench_name)
+    items = bench.load(data_dir)[:limit]
+    raw = json.loads(generations.read_text())
+    texts = {item.id: [replace[item.id]] * len(raw[item.id]) if replace and item.id in replace
+             else list(raw[item.id]) for item in items}  # fmt: skip
+    answers: dict[str, list[Extracted]] = {key: [Answer(t) for t in v] for key, v in texts.items()}
+    ks = [1, 5] if min(len(v) for v in texts.values()) >= 5 else [1]
+    scored = score(bench, items, answers, pool)
+    prompts = {item.id: bench.task.prompt(item) for item in items}
+    _store_samples(connection, model, bench_name, items, prompts, texts, bench.breakdown,
+                   scored.scores)  # fmt: skip
+    report = pass_report(scored, None, ks, str(generations), "official", 0.0)
+    _result(connection, bench_name, report)
+    return report
+
+
+def add_core(
+    connection: sqlite3.Connection,
+    model: str,
+    data_dir: Path,
+    generations: Path,
+    unsure: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Grade CoRE JSON Lines completions under both gradings, as ``score --bench core``;
+    the items in ``unsure`` get a completion with no answer instead."""
+    bench = benchmarks.get("core")
+    items = bench.load(data_dir)
+    texts: dict[str, list[str]] = {}
+    for line in generations.read_text().splitlines():
+        record = json.loads(line)
+        text = "I cannot tell." if record["id"] in unsure else record["completion"]
+        texts.setdefault(record["id"], []).append(text)
+    answers = {key: [bench.task.extract(text) for text in value] for key, value in texts.items()}
+    project = score(bench, items, answers, None, grading=Grading.STRICT)
+    prompts = {item.id: bench.task.prompt(item) for item in items}
+    _store_samples(connection, model, "core", items, prompts, texts, bench.breakdown,
+                   project.scores)  # fmt: skip
+    report = core_report(bench, items, answers, str(generations), "jsonl")
+    _result(connection, "core", report)
+    return report
+
+
+def reval_items(data_dir: Path, pool: Pool, cache: Path) -> list[Item]:
+    paths = {name: data_dir / name for name in (reval.DATA.filename, reval.TASKS.filename)}
+    return reval.load(paths, pool=pool, cache=cache)
+
+
+def add_reval(
+    connection: sqlite3.Connection, model: str, items: Sequence[Item], pool: Pool, right: int
+) -> dict[str, Any]:
+    """Answer every ``right``-th REval question with its gold text, the rest with nonsense."""
+    tasks = RevalTasks()
+    texts = {item.id: [item.truth if index % right == 0 else "I am not sure."]
+             for index, item in enumerate(items)}  # fmt: skip
+    answers = {item.id: [tasks.extract_for(item, text, Style.DIRECT, Extraction.OFFICIAL)
+                         for text in texts[item.id]] for item in items}  # fmt: skip
+    scored = score_reval(items, answers, pool)
+    prompts = {item.id: tasks.prompt(item) for item in items}
+    _store_samples(connection, model, "reval", items, prompts, texts, "kind", scored.scores)
+    report = reval_report(scored, {}, Style.DIRECT, Extraction.OFFICIAL)
+    report.update(generations="built by the test", format="jsonl", wall_s=0.0)
+    _result(connection, "reval", report)
+    return report

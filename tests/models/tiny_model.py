@@ -1,0 +1,85 @@
+"""Build the tiny offline Qwen2-style model of training.md section 3 (no network, ~1 s)."""
+
+from __future__ import annotations
+
+import sysconfig
+from pathlib import Path
+
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _stdlib_texts(limit: int = 150) -> list[str]:
+    folder = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(folder.glob("*.py"))[:limit]
+    return [path.read_text(encoding="utf-8", errors="replace") for path in files]
+
+
+def build_tiny_model(out: Path) -> Path:
+    """Train a 2048-token byte-level BPE on stdlib sources, save it with a random 2-layer
+    Qwen2 model in ``out``; returns ``out``."""
+    import torch
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers.trainers import BpeTrainer
+    from transformers import (
+        GenerationConfig,
+        PreTrainedTokenizerFast,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
+
+    raw = Tokenizer(models.BPE())
+    raw.normalizer = normalizers.NFC()
+    raw.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    raw.decoder = decoders.ByteLevel()
+    trainer = BpeTrainer(
+        vocab_size=2048,
+        min_frequency=2,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+    )
+    raw.train_from_iterator(_stdlib_texts(), trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=raw,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        unk_token=None,
+        additional_special_tokens=["<|im_start|>"],
+        model_max_length=1024,
+        padding_side="left",
+    )
+    tokenizer.chat_template = CHATML
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = Qwen2ForCausalLM(config)
+    model.generation_config = GenerationConfig(
+        eos_token_id=[2, 0], pad_token_id=0, do_sample=True, temperature=1.0, top_p=1.0
+    )
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
