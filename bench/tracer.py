@@ -3,18 +3,24 @@
 * plain: the call with no tracing;
 * ours: ``Tracer.call`` with full state capture (every changed local, exact, rendered);
 * naive: ``sys.settrace`` that renders every local with a bounded ``reprlib.Repr`` at every line
-  event (execution.md 7.1/7.3), recording (line, {name: text}).
+  event (execution.md 7.1/7.3), recording (line, {name: text});
+* floor (``--floor``): a lower bound for any settrace tracer that records changes, not a tracer
+  one could use: the callback, ``f_locals``, one step record per line event, and the ``repr``
+  of the locals the previous line stored to whose identity changed; no loop iterations,
+  conditions, in-place container changes, effects of calls, canonical rendering or size caps.
 
 Reports, per program, the median time per call, the line events per call, the added cost per
 line event ((traced - plain) / events, in µs), the slowdown (traced / plain) and the ratio of
 the naive tracer's added cost to ours. Everything runs in one process, interleaved.
 
-    python bench/tracer.py [--repeats 7] [--quick]
+    python bench/tracer.py [--repeats 7] [--quick] [--floor]
 """
 
 from __future__ import annotations
 
 import argparse
+import dis
+import gc
 import importlib.util
 import platform
 import reprlib
@@ -111,6 +117,68 @@ def _naive_tracer(records: list) -> Callable:
     return hook
 
 
+def _stored_names(code: Any) -> dict[int, tuple[int, tuple[str, ...]]]:
+    """Offset of each instruction -> (its line, the locals that line stores to from there on)."""
+    instructions = list(dis.get_instructions(code))
+    table: dict[int, tuple[int, tuple[str, ...]]] = {}
+    for index, ins in enumerate(instructions):
+        line = ins.positions.lineno if ins.positions else None
+        names = [
+            later.argval
+            for later in instructions[index:]
+            if later.opname == "STORE_FAST"
+            and (later.positions.lineno if later.positions else None) == line
+        ]
+        table[ins.offset] = (line or 0, tuple(dict.fromkeys(names)))
+    return table
+
+
+class _FloorFrame:
+    """The lower-bound tracer's state for one frame (see the module docstring)."""
+
+    __slots__ = ("fn", "names", "records", "seen", "table")
+
+    def __init__(self, records: list, table: dict[int, tuple[int, tuple[str, ...]]]) -> None:
+        self.records = records
+        self.table = table
+        self.seen: dict[str, tuple[object, str]] = {}
+        self.names: tuple[str, ...] = ()
+        self.fn = self.local
+
+    def local(self, frame: Any, event: str, arg: object) -> Any:
+        if event != "line":
+            return self.fn
+        names = self.names
+        if names:
+            values = frame.f_locals
+            seen = self.seen
+            changes = None
+            for name in names:
+                value = values.get(name)
+                old = seen.get(name)
+                if old is None or old[0] is not value:
+                    text = repr(value)
+                    seen[name] = (value, text)
+                    if old is None or old[1] != text:
+                        if changes is None:
+                            changes = {name: text}
+                        else:
+                            changes[name] = text
+            if changes is not None:
+                self.records[-1][1] = changes
+        line, self.names = self.table[frame.f_lasti]
+        self.records.append([line, None])
+        return self.fn
+
+
+def _floor_tracer(records: list, tables: dict[Any, dict[int, tuple[int, tuple[str, ...]]]]):
+    def hook(frame: Any, event: str, arg: object) -> Any:
+        table = tables.get(frame.f_code)
+        return None if table is None else _FloorFrame(records, table).fn
+
+    return hook
+
+
 def _time(action: Callable[[], object], calls: int) -> float:
     start = time.perf_counter()
     for _ in range(calls):
@@ -118,10 +186,17 @@ def _time(action: Callable[[], object], calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def measure(source: str, entry: str, args: tuple, calls: int, repeats: int) -> dict[str, float]:
+def measure(
+    source: str, entry: str, args: tuple, calls: int, repeats: int, floor: bool = False
+) -> dict[str, float]:
     namespace: dict[str, Any] = {}
     exec(compile(source, "<program>", "exec"), namespace)
     function = namespace[entry]
+    stored = {
+        value.__code__: _stored_names(value.__code__)
+        for value in namespace.values()
+        if callable(value) and getattr(value, "__code__", None) is not None
+    }
     recorder = tracer.Tracer(source=source, max_steps=10**7, max_trace_chars=10**10)
     events = len(recorder.call(function, args, {})["steps"])
 
@@ -143,9 +218,24 @@ def measure(source: str, entry: str, args: tuple, calls: int, repeats: int) -> d
         finally:
             sys.settrace(None)
 
-    times: dict[str, list[float]] = {"plain": [], "ours": [], "naive": []}
+    def floor_() -> object:
+        records: list = []
+        # The collector setting ours uses, so that the comparison is about the handlers.
+        thresholds = gc.get_threshold()
+        gc.set_threshold(thresholds[0] * 10, *thresholds[1:])
+        sys.settrace(_floor_tracer(records, stored))
+        try:
+            return function(*args)
+        finally:
+            sys.settrace(None)
+            gc.set_threshold(*thresholds)
+
+    actions = [("plain", plain), ("ours", ours), ("naive", naive)]
+    if floor:
+        actions.append(("floor", floor_))
+    times: dict[str, list[float]] = {name: [] for name, _ in actions}
     for _ in range(repeats):
-        for name, action in (("plain", plain), ("ours", ours), ("naive", naive)):
+        for name, action in actions:
             times[name].append(_time(action, calls))
     result = {name: statistics.median(values) for name, values in times.items()}
     result["events"] = events
@@ -156,6 +246,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="3 repeats, for a smoke test")
+    parser.add_argument(
+        "--floor", action="store_true", help="also time the lower-bound tracer (see above)"
+    )
     options = parser.parse_args()
     repeats = 3 if options.quick else options.repeats
     print(f"Python {platform.python_version()} ({sys.implementation.name}), medians of {repeats}")
@@ -163,21 +256,31 @@ def main() -> None:
         f"{'program':<30} {'events':>7} {'plain':>9} {'ours':>9} {'naive':>9} "
         f"{'ours us/ev':>10} {'naive us/ev':>11} {'ours x':>7} {'naive x':>8} {'naive/ours':>10}"
     )
+    if options.floor:
+        header += f" {'floor us/ev':>11} {'naive/floor':>11}"
     print(header)
     print("-" * len(header))
     ratios = []
+    floor_ratios = []
     for name, source, entry, args, calls in PROGRAMS:
-        r = measure(source, entry, args, calls, repeats)
+        r = measure(source, entry, args, calls, repeats, options.floor)
         events = r["events"]
         ours_event = (r["ours"] - r["plain"]) / events * 1e6
         naive_event = (r["naive"] - r["plain"]) / events * 1e6
         ratios.append(naive_event / ours_event)
-        print(
+        row = (
             f"{name:<30} {events:>7.0f} {r['plain'] * 1e3:>7.3f}ms {r['ours'] * 1e3:>7.2f}ms "
             f"{r['naive'] * 1e3:>7.2f}ms {ours_event:>10.2f} {naive_event:>11.2f} "
             f"{r['ours'] / r['plain']:>6.0f}x {r['naive'] / r['plain']:>7.0f}x {ratios[-1]:>9.1f}x"
         )
+        if options.floor:
+            floor_event = (r["floor"] - r["plain"]) / events * 1e6
+            floor_ratios.append(naive_event / floor_event)
+            row += f" {floor_event:>11.2f} {floor_ratios[-1]:>10.1f}x"
+        print(row)
     print(f"naive/ours added cost per event: median {statistics.median(ratios):.1f}x")
+    if options.floor:
+        print(f"naive/floor added cost per event: median {statistics.median(floor_ratios):.1f}x")
 
 
 if __name__ == "__main__":

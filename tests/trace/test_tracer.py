@@ -1016,6 +1016,49 @@ def test_value_texts_against_naive_recorder(source: str, max_chars: int) -> None
     assert [state for _, state in naive[1:]] == replayed
 
 
+FINGERPRINT_PROGRAM = """
+import array
+
+def f(parts):
+    items = [
+        float("nan"), 1.5, -0.0, float("inf"), 2j, complex(float("inf"), 1), ..., StopIteration,
+        (lambda: 0).__code__, bytearray(b"ab"), memoryview(b"q"), array.array("i", [7]),
+        frozenset({9, 10}), {9, 10}, set(), frozenset(), 10**15, -(10**15), 2**70, 2**14400 - 1, "a<b",
+        "nan", "s", b"", True, None, (1,), ((),), {(1, 2): "x"}, list(range(62)), parts,
+    ]
+    box = []
+    for item in items:
+        box.append(item)
+        pair = [item, 0]
+        pair[1] = [item]
+        if len(box) > 3:
+            box.pop(0)
+    deep = []
+    cur = deep
+    for _ in range(103):
+        cur.append([])
+        cur = cur[0]
+    cur.append(1)
+    return len(box)
+"""
+
+
+@pytest.mark.parametrize("max_chars", [16, 64, 200, 1000])
+def test_container_texts_taking_the_fingerprint_shortcut(max_chars: int) -> None:
+    """Containers re-rendered after in-place changes: values whose C repr is not the canonical
+    rendering (nan, sets, bytes-like, code objects, ...), payload bytes that look like type
+    codes, nesting past render's depth limit: every state matches the independent policy."""
+    source, function = load(FINGERPRINT_PROGRAM)
+    args = (json.loads(json.dumps(VALUE_ARGS[0])),)
+    trace = tracer.Tracer(source=source, max_value_chars=max_chars).call(function, args, {})
+    assert not trace["partial"]
+    naive = _naive_states(load(FINGERPRINT_PROGRAM)[1], args, max_chars)
+    replayed = _replayed_states(trace)
+    assert [state for _, state in naive[1:]] == replayed
+    texts = {text for state in replayed for text in state.values()}
+    assert "<list object>" in texts  # a list holding a bytearray, a code object, ...
+
+
 def test_random_programs_line_sequence_matches_raw_settrace() -> None:
     for seed in range(300, 340):
         source = _ProgramGenerator(seed).program()

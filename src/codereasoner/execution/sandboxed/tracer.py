@@ -434,12 +434,15 @@ class _CodeInfo:
 
 
 class _Renderer:
-    __slots__ = ("bound", "max_chars")
+    __slots__ = ("bound", "fp_limit", "max_chars", "repr_limit")
 
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max_chars
         # A container with more items than this cannot render within max_chars (>= 3 chars each).
         self.bound = max_chars // 3
+        # See with_fingerprint. An int in a fingerprint this short has under 2,000 digits.
+        self.repr_limit = min(max_chars, 201)
+        self.fp_limit = 4 * self.repr_limit + 16
 
     def text(self, value: object) -> str:
         """The rendered text of a value (never runs user code)."""
@@ -481,6 +484,38 @@ class _Renderer:
             if kind in _SIZED:
                 return f"<{kind.__name__} of {len(value)} items, too large>"  # type: ignore[arg-type]
             return f"<{values.type_name(value)}, too large>"
+
+    def with_fingerprint(self, value: object, fp: bytes | None) -> str:
+        """``text(value)`` for a container of at most ``bound`` items whose ``marshal``
+        fingerprint (version 2) is ``fp``, taking a shortcut that the fingerprint proves safe.
+
+        marshal accepts only exact builtin types (no subclasses, so no user code in their
+        reprs), code objects, Ellipsis, StopIteration and buffer objects (written as bytes,
+        type code ``s``). Without the type codes of sets (``<``, ``>``) and bytes-like objects
+        (``s``) anywhere in ``fp`` (payload bytes may match too: then the long way is taken),
+        the C ``repr`` is the canonical rendering unless it shows a code object or
+        StopIteration (``<``), a non-finite float or complex (``nan``, ``inf``) or
+        ``Ellipsis``. A text of at most 201 chars nests at most 100 deep, render's depth
+        limit; a short ``fp`` bounds the size of any int, so ``repr`` never works long.
+        """
+        if (
+            fp is None
+            or len(fp) > self.fp_limit
+            or 0x73 in fp  # b"s"
+            or 0x3C in fp  # b"<"
+            or 0x3E in fp  # b">"
+        ):
+            return self.text(value)
+        text = repr(value)
+        if (
+            len(text) > self.repr_limit
+            or "<" in text
+            or "nan" in text
+            or "inf" in text
+            or "Ellipsis" in text
+        ):
+            return self.text(value)
+        return text
 
 
 def _reprable(value: object, budget: int, depth: int) -> int:
@@ -551,10 +586,6 @@ def _items_reprable(items: Collection, budget: int, depth: int) -> int:
     return budget if budget >= 0 else -1
 
 
-def _text_size(text: str | None) -> int:
-    return 4 if text is None else len(text)
-
-
 def _fingerprint(value: object) -> bytes | None:
     try:
         return _dumps(value, 2)
@@ -607,7 +638,7 @@ class _Frame:
         "cond_step", "cond_test", "counts", "depth", "enc", "fid", "fn", "info", "inline_offs",
         "inline_seen", "inline_step", "loops", "max_chars", "off", "point", "qual",
         "raised", "recs", "rev_index", "rev_loop", "rev_more", "rev_step", "snap", "step",
-        "step_index", "template", "tr", "watch",
+        "template", "tr", "watch",
     )  # fmt: skip
 
     def __init__(self, tr: Tracer, info: _CodeInfo, depth: int) -> None:
@@ -621,7 +652,6 @@ class _Frame:
         self.snap: dict[str, list] = {}
         self.watch: dict[str, list] = {}
         self.step: dict | None = None
-        self.step_index = -1  # of step in tr.steps (-1: not in this call's trace)
         self.off = -1  # of the latest line event (-1: none yet)
         self.point: tuple = _FULL_POINT
         self.counts: dict[object, int] = {}
@@ -653,15 +683,17 @@ class _Frame:
         """A tracking entry [value, text, kind, extra] for a freshly bound value."""
         kind = type(value)
         render = self.tr.render
-        text = render.text(value)
         if kind in _ATOMS:
-            return [value, text, _ID, None]
+            return [value, render.text(value), _ID, None]
         if kind in _MUTABLE or kind is tuple or kind is frozenset:
             if (kind is tuple or kind is frozenset) and _deep_immutable(value):
-                return [value, text, _ID, None]
+                return [value, render.text(value), _ID, None]
             size = len(value)  # type: ignore[arg-type]
-            return [value, text, _FP, size if size > render.bound else _fingerprint(value)]
-        return [value, text, _FOREIGN, kind]
+            if size > render.bound:
+                return [value, render.text(value), _FP, size]
+            fp = _fingerprint(value)
+            return [value, render.with_fingerprint(value, fp), _FP, fp]
+        return [value, render.text(value), _FOREIGN, kind]
 
     def bind(self, name: str, value: object, old: list | None, step: dict) -> None:
         """Track a new binding of ``name`` (``_MISSING``: deleted) and record any change."""
@@ -685,22 +717,13 @@ class _Frame:
             self.note(step, name, text)
 
     def note(self, step: dict, name: str, text: str | None) -> None:
-        """Record ``changes[name] = text`` in ``step`` (this frame's latest step), keeping the
-        tracer's size estimate of the steps not counted yet (see Tracer.check_caps)."""
+        """Record ``changes[name] = text`` in ``step`` (this frame's latest step)."""
         changes = step.get("changes")
         if changes is None:
             step["changes"] = {name: text}
-            delta = len(name) + _text_size(text) + 6
         else:
-            old = changes.get(name, _MISSING)
             changes[name] = text
-            if old is _MISSING:
-                delta = len(name) + _text_size(text) + 6
-            else:
-                delta = _text_size(text) - _text_size(old)  # type: ignore[arg-type]
-        tr = self.tr
-        if self.step_index >= tr.sized:
-            tr.pending += delta
+        self.tr.size += len(name) + (4 if text is None else len(text)) + 6
 
     def store(self, name: str, value: object, entry: list | None, step: dict) -> None:
         """A stored-to name whose value is not the tracked object any more (or is new)."""
@@ -738,7 +761,6 @@ class _Frame:
         """Look for in-place changes of the tracked containers and objects."""
         render = self.tr.render
         bound = render.bound
-        max_chars = render.max_chars
         for name, entry in self.watch.items():
             value = entry[0]
             if entry[2] == _FOREIGN:
@@ -762,16 +784,7 @@ class _Frame:
                     if fp is not None and fp == entry[3]:
                         continue
                     entry[3] = fp
-                    kind = type(value)
-                    if (kind is list or kind is tuple or kind is dict) and _reprable(
-                        value, max_chars, 0
-                    ) >= 0:
-                        # render.text's own shortcut for a container that fits (size <= bound)
-                        text = repr(value)
-                        if len(text) > max_chars:
-                            text = render.text(value)
-                    else:
-                        text = render.text(value)
+                    text = render.with_fingerprint(value, fp)
             if text != entry[1]:
                 entry[1] = text
                 if name[0] != "." and name != "__class__":
@@ -997,34 +1010,31 @@ class _Frame:
                                 value = _MISSING
                             entry = snap.get(name)
                             if entry is None or entry[0] is not value:
+                                # An atom replacing an atom, inlined from store(): an int that
+                                # renders as its repr (16 chars at most) or a str that may.
                                 kind = type(value)
-                                if (
-                                    entry is not None
-                                    and entry[2] == _ID
-                                    and (
-                                        (kind is int and _NEG_SMALL < value < _SMALL)  # type: ignore[operator]
-                                        or (kind is str and len(value) <= self.max_chars)  # type: ignore[arg-type]
-                                    )
-                                ):
-                                    entry[0] = value
+                                if entry is None or entry[2] != _ID:
+                                    self.store(name, value, entry, step)
+                                    continue
+                                if kind is int and _NEG_SMALL < value < _SMALL:  # type: ignore[operator]
                                     text = repr(value)
-                                    if len(text) > self.max_chars:  # a str with many escapes
+                                elif kind is str and len(value) <= self.max_chars:  # type: ignore[arg-type]
+                                    text = repr(value)
+                                    if len(text) > self.max_chars:  # many escapes
                                         text = tr.render.text(value)
-                                    if text != entry[1]:
-                                        entry[1] = text
-                                        # self.note(step, name, text), inlined
-                                        changes = step.get("changes")
-                                        if changes is None:
-                                            step["changes"] = {name: text}
-                                        elif name not in changes:
-                                            changes[name] = text
-                                        else:
-                                            self.note(step, name, text)
-                                            continue
-                                        if self.step_index >= tr.sized:
-                                            tr.pending += len(name) + len(text) + 6
                                 else:
                                     self.store(name, value, entry, step)
+                                    continue
+                                entry[0] = value
+                                if text != entry[1]:
+                                    entry[1] = text
+                                    # self.note(step, name, text), inlined
+                                    changes = step.get("changes")
+                                    if changes is None:
+                                        step["changes"] = {name: text}
+                                    else:
+                                        changes[name] = text
+                                    tr.size += len(name) + len(text) + 6
                     if self.watch:
                         if flags & _HARD:
                             self.recheck(step)
@@ -1082,9 +1092,7 @@ class _Frame:
                     self.inline_offs = self.info.body_offsets(test)
                     self.inline_seen = False
                     frame.f_trace_opcodes = True
-            steps = tr.steps
-            self.step_index = len(steps)
-            steps.append(new)
+            tr.steps.append(new)
             self.step = new
             self.off = off
             self.point = point
@@ -1114,7 +1122,7 @@ class _Frame:
         if len(tr.steps) >= tr.limit:
             tr.check_caps()
         for name, text in args.items():
-            tr.pending += len(name) + len(text) + 6  # the new step is not counted yet
+            tr.size += len(name) + len(text) + 6  # args never change: counted at once
         return {"line": line, "frame": self.qual, "fid": self.fid, "depth": self.depth,
                 "loops": self.loops, "args": args}  # fmt: skip
 
@@ -1124,8 +1132,10 @@ class _Frame:
         step = self.step
         if step is None:
             return
-        self.point = _FULL_POINT
-        self.update(frame.f_locals, step)
+        # Since the latest line event only the rest of that line ran (a Python call or an
+        # exception since then has made the point _FULL_POINT).
+        if self.point[0]:
+            self.update(frame.f_locals, step)
         self.point = _NO_POINT
         off = frame.f_lasti
         info = self.info
@@ -1192,9 +1202,11 @@ class Tracer:
 
     def _reset(self) -> None:
         self.steps: list[dict] = []
+        # Estimated JSON size of the trace but for the fixed part of each step
+        # (_STEP_CHARS): len(name) + len(text) + 6 (4 for a deletion) per change or argument,
+        # counted as they are recorded (a change of a name already in that step's changes,
+        # which is rare, is counted twice).
         self.size = 200
-        self.sized = 0
-        self.pending = 0  # estimated size of the steps from index `sized` on
         self.limit = min(self.max_steps, _SIZE_CHECK_EVERY)
         self.events = 0
         self.depth = 0
@@ -1235,9 +1247,6 @@ class Tracer:
             else:
                 state.depth = state.template["depth"] = self.depth
                 state.point = _FULL_POINT
-                index = state.step_index
-                if not (0 <= index < len(self.steps) and self.steps[index] is state.step):
-                    state.step_index = -1  # a generator from an earlier call: not counted
             self.depth += 1
             self.events += 1
             return state.fn
@@ -1280,22 +1289,7 @@ class Tracer:
         count = len(steps)
         if count >= self.max_steps:
             self.overflow("max_steps")
-        # Values are rendered once a step is finished; count the ones not counted yet (the
-        # latest steps of frames still running are counted at the next check): each step
-        # from index `sized` to the last one but one, with the changes and args it has now,
-        # len(name) + len(text) + 6 (4 for a deletion) each. `pending` is kept up to date
-        # with that sum over the steps from `sized` on (Frame.note, Frame.first_step).
-        last = 0
-        for key in ("changes", "args"):
-            found = steps[-1].get(key) if steps else None
-            if found:
-                for name, text in found.items():
-                    last += len(name) + _text_size(text) + 6
-        size = self.size + self.pending - last
-        self.pending = last
-        self.sized = count - 1
-        self.size = size
-        if size + _STEP_CHARS * count > self.max_trace_chars:
+        if self.size + _STEP_CHARS * count > self.max_trace_chars:
             self.overflow("max_trace_chars")
         self.limit = min(self.max_steps, count + _SIZE_CHECK_EVERY)
 
