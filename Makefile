@@ -8,7 +8,10 @@ TEST_DEBS := $(REVAL_DEBS) chromium
 
 .PHONY: demo test lint bench system-deps test-deps clean
 
+# The main job on its embedded default: a training set from the offline generator (resumes if
+# interrupted), then the sandbox and grading demonstration. No model, no network.
 demo: system-deps $(VENV)/.core
+	$(BIN)/codereasoner synth --generator offline --n 2000 --seed 0 --out runs/synth-demo
 	$(BIN)/codereasoner demo
 
 test: system-deps test-deps $(VENV)/.dev
@@ -22,6 +25,10 @@ lint: $(VENV)/.dev
 bench: system-deps $(VENV)/.core
 	$(BIN)/python bench/executor.py
 	$(BIN)/python bench/tracer.py
+	$(BIN)/python bench/synth.py
+	$(BIN)/python bench/decontam.py
+	$(BIN)/python bench/backend.py
+	$(BIN)/python bench/runner.py
 
 # bubblewrap gives the sandbox its namespaces; without it the engine falls back to seccomp + rlimits.
 system-deps:

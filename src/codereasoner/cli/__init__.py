@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from codereasoner.cli import bench, demo, doctor, evaluate, report, run, score, trace
+from codereasoner.cli import bench, demo, doctor, evaluate, report, run, score, synth, trace
 
 app = typer.Typer(
     name="codereasoner",
@@ -20,6 +20,7 @@ trace.register(app)
 score.register(app)
 bench.register(app)
 report.register(app)
+synth.register(app)
 evaluate.register(app)
 
 

@@ -37,6 +37,7 @@ DEFAULT_PRELOAD = (
     "dataclasses", "json", "textwrap", "unicodedata", "array", "enum", "numbers", "hashlib",
     "struct", "queue", "threading", "contextlib", "time", "io", "abc", "types", "socket",
     "subprocess", "ctypes", "shutil", "tempfile", "signal", "inspect",
+    "tracer",  # the sandbox-side tracer: compiled once per worker, not once per traced fork
 )  # fmt: skip
 _HELLO_TIMEOUT_S = 30.0
 _GRACE_S = 5.0

@@ -1,0 +1,83 @@
+"""Benchmark programs for decontamination: every registered benchmark's code, read through its
+loader (never downloading), as :class:`~codereasoner.synth.decontam.BenchmarkProgram` values.
+
+It lives here, not in ``synth``, because synthesis sits above the benchmarks in the pipeline:
+the caller (the CLI, a bench script) loads the programs and hands synthesis the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from codereasoner import benchmarks
+from codereasoner.synth.decontam import DEFAULT_BENCHMARKS, BenchmarkProgram, LoadedBenchmarks
+
+__all__ = ["load_benchmark_programs"]
+
+
+def _data_dir_for(
+    name: str, dataset: str, data_dir: Path | Mapping[str, Path] | None
+) -> Path | None:
+    if data_dir is None:
+        return None
+    if isinstance(data_dir, Mapping):
+        chosen = data_dir.get(name, data_dir.get(dataset))
+        return Path(chosen) if chosen is not None else None
+    root = Path(data_dir)
+    return root / dataset if (root / dataset).is_dir() else root
+
+
+def load_benchmark_programs(
+    data_dir: Path | Mapping[str, Path] | None = None,
+    names: Sequence[str] | None = None,
+    *,
+    cache: Path | None = None,
+) -> LoadedBenchmarks:
+    """The programs of ``names`` (default: CRUXEval, LiveCodeBench execution, REval, CoRE).
+
+    ``data_dir`` is a root holding one folder per dataset (``/work/shared/data`` with
+    ``cruxeval/``, ``reval/``, ...), or a mapping from benchmark or dataset name to its folder,
+    or ``None`` for the local benchmark cache (never downloads). A benchmark whose files are
+    missing is skipped and its reason recorded; programs shared by several views of one dataset
+    (CoRE's output and probe views) are kept once.
+    """
+    wanted = list(names) if names is not None else list(DEFAULT_BENCHMARKS)
+    programs: list[BenchmarkProgram] = []
+    checked: list[str] = []
+    skipped: dict[str, str] = {}
+    seen: set[tuple[str, str]] = set()
+    for name in wanted:
+        if name not in benchmarks.REGISTRY:
+            raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(benchmarks.names())}")
+        bench = benchmarks.get(name)
+        folder = _data_dir_for(name, bench.dataset, data_dir)
+        if data_dir is not None and folder is None:
+            skipped[name] = "no data directory given for it"
+            continue
+        try:
+            items = bench.load(folder, download=False, cache=cache)
+        except benchmarks.DataUnavailable as exc:
+            skipped[name] = str(exc)
+            continue
+        checked.append(name)
+        by_code: dict[str, list[Any]] = {}
+        for item in items:
+            # The displayed code when the program merely adds a preamble to it (LiveCodeBench's
+            # imports); the program itself when the display differs (REval numbers its lines).
+            shown = str(item.fields.get("code") or "")
+            code = shown if shown and shown in item.program else item.program
+            by_code.setdefault(code, []).append(item)
+        for code, group in by_code.items():
+            key = (bench.dataset, code)
+            if key in seen:
+                continue
+            seen.add(key)
+            strings: list[str] = []
+            for item in group:
+                for text in (item.call, item.truth if item.task == "output_prediction" else ""):
+                    if text and text not in strings:
+                        strings.append(text)
+            programs.append(BenchmarkProgram(name, group[0].id, code, tuple(strings)))
+    return LoadedBenchmarks(programs, checked, skipped)

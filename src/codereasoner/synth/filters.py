@@ -1,0 +1,364 @@
+"""Filters that decide whether a candidate case is kept, each drop with a stable reason.
+
+Three kinds of check, in pipeline order:
+
+* :func:`check_static` reads the code and the call with :mod:`ast` only (nothing runs): size
+  bounds, one top-level function, literal-only input, and forbidden constructs (imports, I/O,
+  ``eval``/``exec``, introspection that reaches dunders, randomness and clocks, ``id``/``hash``,
+  ``while True`` without a way out, ...). ``print`` is allowed: huge output is a dynamic drop.
+* :func:`check_result` judges one sandboxed run (:class:`~codereasoner.execution.ExecResult`):
+  raised, timed out, memory, output caps, the tracer's step cap, huge stdout, a return value whose canonical rendering
+  is longer than ``max_output_chars`` (50 by default, CodeReasoner's rule) or not a literal.
+* :func:`check_determinism` compares two runs under different ``PYTHONHASHSEED`` values (see
+  :mod:`codereasoner.execution.determinism`).
+
+Every check returns ``None`` (keep) or a :class:`~codereasoner.synth.case.Drop` whose ``reason``
+is one of :data:`REASONS` and whose ``detail`` is one human-readable line.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from dataclasses import dataclass
+from typing import Final
+
+from codereasoner.execution import CallSyntaxError, ExecResult, Status, parse_call
+from codereasoner.execution.determinism import observable
+from codereasoner.synth.case import Candidate, Drop
+
+STATIC: Final = "static"
+EXECUTION: Final = "execution"
+DETERMINISM: Final = "determinism"
+
+# Every reason a filter can give, by stage; stable identifiers for drop files and summaries.
+REASONS: Final[dict[str, tuple[str, ...]]] = {
+    STATIC: (
+        "syntax_error", "non_printable", "code_too_short", "code_too_long", "too_few_lines",
+        "too_many_lines", "input_too_long", "input_not_literal",
+        "no_entry_function", "top_level_code", "import", "forbidden_call", "forbidden_name",
+        "dunder_attribute", "dunder_name", "dynamic_attribute", "nondeterministic_module",
+        "global_state", "async", "infinite_loop",
+    ),
+    EXECUTION: (
+        "raised", "timeout", "memory", "output_limit", "step_limit", "killed", "sandbox_error",
+        "stdout_too_long", "not_literal", "output_too_long", "none_output",
+    ),
+    DETERMINISM: ("hash_seed_dependent",),
+}  # fmt: skip
+
+# Built-ins whose use makes a case unsafe, impure or irreproducible. ``hash`` and ``id`` depend on
+# the process (string hashes are seeded per process); ``vars``/``dir`` expose namespaces.
+FORBIDDEN_CALLS: Final = frozenset({
+    "__import__", "open", "input", "eval", "exec", "compile", "globals", "locals", "vars", "dir",
+    "breakpoint", "exit", "quit", "help", "id", "hash", "memoryview", "aiter", "anext",
+    "copyright", "credits", "license",
+})  # fmt: skip
+# Names that are forbidden even when not called (e.g. passed as a key function or aliased).
+FORBIDDEN_NAMES: Final = FORBIDDEN_CALLS | {"__builtins__", "__builtin__", "__loader__", "__spec__"}
+# Attribute access by computed name: allowed only with a literal, non-dunder attribute name.
+ATTRIBUTE_FUNCTIONS: Final = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+# Modules whose names signal randomness, clocks or the environment (import is already forbidden,
+# so these can only appear as free names, which would fail anyway; the reason says why).
+NONDETERMINISTIC_MODULES: Final = frozenset({
+    "random", "time", "datetime", "os", "sys", "secrets", "uuid", "subprocess", "socket",
+    "threading", "multiprocessing", "signal", "shutil", "pathlib", "io", "tempfile", "gc",
+    "inspect", "ctypes", "importlib", "builtins",
+})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """Bounds for the filters; the defaults fit concise CodeReasoner-style cases.
+
+    ``max_output_chars`` bounds the canonical rendering of the returned value (CodeReasoner's
+    50-character rule); ``max_stdout_chars`` what the case may print; code and input bounds are
+    in characters, line bounds count non-blank lines of the code.
+    """
+
+    max_output_chars: int = 50
+    max_stdout_chars: int = 200
+    min_code_chars: int = 30
+    max_code_chars: int = 600
+    min_lines: int = 2
+    max_lines: int = 30
+    max_input_chars: int = 120
+    drop_none_output: bool = False  # CodeI/O drops None outputs; CodeReasoner does not
+
+    def __post_init__(self) -> None:
+        for name in ("max_output_chars", "max_stdout_chars", "max_code_chars", "max_lines",
+                     "max_input_chars"):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise ValueError(f"FilterConfig.{name} must be at least 1")
+        if self.min_code_chars > self.max_code_chars or self.min_lines > self.max_lines:
+            raise ValueError("FilterConfig: a minimum is larger than its maximum")
+
+
+def _drop(candidate: Candidate, stage: str, reason: str, detail: str = "") -> Drop:
+    assert reason in REASONS[stage], reason
+    return Drop(candidate.id, stage, reason, " ".join(detail.split())[:300])
+
+
+def parse_quietly(code: str) -> ast.Module:
+    """``ast.parse`` without the warnings CPython prints for odd code (invalid escapes)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(code)
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+# ---------------------------------------------------------------------------------------
+# static checks
+# ---------------------------------------------------------------------------------------
+
+
+def check_static(candidate: Candidate, config: FilterConfig | None = None) -> Drop | None:
+    """Drop a candidate whose code or call breaks a static rule; ``None`` keeps it."""
+    config = config or FilterConfig()
+    code = candidate.code
+    drop = _check_sizes(candidate, config)
+    if drop is not None:
+        return drop
+    try:
+        tree = parse_quietly(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return _drop(candidate, STATIC, "syntax_error", str(exc) or type(exc).__name__)
+    found = _check_module(tree, candidate.entry_point)
+    if found is None:
+        found = _ForbiddenFinder().first(tree)
+    if found is not None:
+        reason, node, detail = found
+        where = f"line {getattr(node, 'lineno', '?')}: " if node is not None else ""
+        return _drop(candidate, STATIC, reason, where + detail)
+    return _check_input(candidate)
+
+
+def _check_sizes(candidate: Candidate, config: FilterConfig) -> Drop | None:
+    code = candidate.code
+    if not all(char.isprintable() or char in "\n\t" for char in code):
+        return _drop(candidate, STATIC, "non_printable", "the code has a non-printable character")
+    if len(code) < config.min_code_chars:
+        return _drop(candidate, STATIC, "code_too_short",
+                     f"{len(code)} characters < {config.min_code_chars}")  # fmt: skip
+    if len(code) > config.max_code_chars:
+        return _drop(candidate, STATIC, "code_too_long",
+                     f"{len(code)} characters > {config.max_code_chars}")  # fmt: skip
+    lines = sum(1 for line in code.splitlines() if line.strip())
+    if lines < config.min_lines:
+        return _drop(candidate, STATIC, "too_few_lines", f"{lines} lines < {config.min_lines}")
+    if lines > config.max_lines:
+        return _drop(candidate, STATIC, "too_many_lines", f"{lines} lines > {config.max_lines}")
+    if len(candidate.input_repr) > config.max_input_chars:
+        return _drop(candidate, STATIC, "input_too_long",
+                     f"{len(candidate.input_repr)} characters > {config.max_input_chars}")  # fmt: skip
+    return None
+
+
+def _check_input(candidate: Candidate) -> Drop | None:
+    try:
+        parse_call(candidate.call)
+    except CallSyntaxError as exc:
+        return _drop(candidate, STATIC, "input_not_literal", str(exc))
+    return None
+
+
+Finding = tuple[str, ast.AST | None, str]
+
+
+def _check_module(tree: ast.Module, entry: str) -> Finding | None:
+    """The module holds function definitions only, one of them the entry point."""
+    defined = False
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            defined = defined or node.name == entry
+        elif isinstance(node, ast.AsyncFunctionDef):
+            return ("async", node, "async function")
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            return ("import", node, ast.unparse(node))
+        else:
+            return ("top_level_code", node, f"top-level {type(node).__name__} statement")
+    if not defined:
+        return ("no_entry_function", None, f"no top-level 'def {entry}(...)'")
+    return None
+
+
+class _ForbiddenFinder(ast.NodeVisitor):
+    """Finds the first forbidden construct, in source order."""
+
+    def __init__(self) -> None:
+        self.found: Finding | None = None
+        self.bound: set[str] = set()
+
+    def first(self, tree: ast.AST) -> Finding | None:
+        # Locally bound names (parameters, assignments) shadow builtins of the same name: a
+        # parameter called ``input`` or ``id`` is an ordinary variable.
+        self.bound = bound_names(tree)
+        self.visit(tree)
+        return self.found
+
+    def report(self, reason: str, node: ast.AST, detail: str) -> None:
+        if self.found is None:
+            self.found = (reason, node, detail)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        if self.found is None:
+            super().generic_visit(node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        self.report("import", node, ast.unparse(node))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self.report("import", node, ast.unparse(node))
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.report("global_state", node, ast.unparse(node))
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.generic_visit(node)  # closes over an enclosing function only: harmless
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self.report("async", node, f"async def {node.name}")
+
+    def visit_Await(self, node: ast.Await) -> None:
+        self.report("async", node, "await")
+
+    def visit_AsyncFor(self, node: ast.AsyncFor) -> None:
+        self.report("async", node, "async for")
+
+    def visit_AsyncWith(self, node: ast.AsyncWith) -> None:
+        self.report("async", node, "async with")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if _is_dunder(node.attr) or node.attr.startswith("_"):
+            self.report("dunder_attribute", node, f"private or dunder attribute {node.attr!r}")
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        name = node.id
+        if name in self.bound:
+            return
+        if name in FORBIDDEN_NAMES:
+            kind = "forbidden_name" if not _is_dunder(name) else "dunder_name"
+            self.report(kind, node, f"use of {name!r}")
+        elif name in NONDETERMINISTIC_MODULES:
+            self.report("nondeterministic_module", node, f"use of {name!r}")
+        elif _is_dunder(name):
+            self.report("dunder_name", node, f"use of {name!r}")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id not in self.bound:
+            if func.id in FORBIDDEN_CALLS:
+                self.report("forbidden_call", node, f"call of {func.id}()")
+            elif func.id in ATTRIBUTE_FUNCTIONS:
+                name = node.args[1] if len(node.args) > 1 else None
+                attribute = name.value if isinstance(name, ast.Constant) else None
+                if not isinstance(attribute, str) or attribute.startswith("_"):
+                    self.report("dynamic_attribute", node,
+                                f"{func.id}() with a computed or private attribute name")  # fmt: skip
+        self.generic_visit(node)
+
+    def visit_While(self, node: ast.While) -> None:
+        test = node.test
+        always = isinstance(test, ast.Constant) and bool(test.value)
+        if always and not _can_leave(node.body):
+            self.report("infinite_loop", node, "'while True' with no break, return or raise")
+        self.generic_visit(node)
+
+
+_DEFINITIONS: Final = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)
+
+
+def bound_names(tree: ast.AST) -> set[str]:
+    """Names the code binds: parameters, assignment targets, definitions, ``except`` names."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, _DEFINITIONS) and node.name:
+            bound.add(node.name)
+    return bound
+
+
+def _can_leave(body: list[ast.stmt]) -> bool:
+    """True when a ``break`` of this loop, or a ``return``/``raise``, occurs in ``body``."""
+    for stmt in body:
+        for node in _walk_same_loop(stmt):
+            if isinstance(node, ast.Break | ast.Return | ast.Raise):
+                return True
+    return False
+
+
+def _walk_same_loop(node: ast.AST) -> list[ast.AST]:
+    """Nodes under ``node`` whose ``break`` would leave the current loop (not nested loops or
+    functions); ``return`` and ``raise`` inside nested loops still count, so those are kept."""
+    found: list[ast.AST] = [node]
+    stack: list[tuple[ast.AST, bool]] = [(child, False) for child in ast.iter_child_nodes(node)]
+    if isinstance(node, ast.For | ast.While):
+        stack = [(child, True) for child in ast.iter_child_nodes(node)]
+    while stack:
+        child, nested_loop = stack.pop()
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        if isinstance(child, ast.Break) and nested_loop:
+            continue
+        found.append(child)
+        inner = nested_loop or isinstance(child, ast.For | ast.While)
+        stack.extend((grandchild, inner) for grandchild in ast.iter_child_nodes(child))
+    return found
+
+
+# ---------------------------------------------------------------------------------------
+# dynamic checks
+# ---------------------------------------------------------------------------------------
+
+_STATUS_REASONS: Final[dict[Status, str]] = {
+    Status.ERROR: "raised",
+    Status.TIMEOUT: "timeout",
+    Status.MEMORY: "memory",
+    Status.OUTPUT_LIMIT: "output_limit",
+    Status.KILLED: "killed",
+    Status.SANDBOX_ERROR: "sandbox_error",
+}
+
+
+def check_result(
+    candidate: Candidate, result: ExecResult, config: FilterConfig | None = None
+) -> Drop | None:
+    """Drop a candidate whose sandboxed run failed or whose output breaks a bound."""
+    config = config or FilterConfig()
+    if not result.ok:
+        reason = _STATUS_REASONS[result.status]
+        trace = result.trace or {}
+        if result.status is Status.OUTPUT_LIMIT and trace.get("partial_reason") == "max_steps":
+            reason = "step_limit"  # CRUXEval-style cap on the number of traced steps
+        return _drop(candidate, EXECUTION, reason, result.describe())
+    if result.stdout_truncated or len(result.stdout) > config.max_stdout_chars:
+        size = "more than the sandbox cap" if result.stdout_truncated else str(len(result.stdout))
+        return _drop(candidate, EXECUTION, "stdout_too_long",
+                     f"printed {size} characters > {config.max_stdout_chars}")  # fmt: skip
+    if not result.is_literal or result.value is None:
+        return _drop(candidate, EXECUTION, "not_literal",
+                     f"returned {result.value_type or 'a non-literal'}")  # fmt: skip
+    if len(result.value) > config.max_output_chars:
+        return _drop(candidate, EXECUTION, "output_too_long",
+                     f"output renders to {len(result.value)} characters > "
+                     f"{config.max_output_chars}")  # fmt: skip
+    if config.drop_none_output and result.value == "None":
+        return _drop(candidate, EXECUTION, "none_output", "returned None")
+    return None
+
+
+def check_determinism(
+    candidate: Candidate, result_a: ExecResult, result_b: ExecResult
+) -> Drop | None:
+    """Drop a candidate whose observable outcome differs between two hash-seed runs."""
+    if observable(result_a) == observable(result_b):
+        return None
+    return _drop(candidate, DETERMINISM, "hash_seed_dependent",
+                 f"{result_a.describe()} vs {result_b.describe()}")  # fmt: skip

@@ -1,0 +1,160 @@
+"""Crash-safe, resumable output of a synthesis run.
+
+A run appends its records chunk by chunk, in candidate order. After each chunk the data files are
+flushed and fsynced, then ``state.json`` records how many candidates are done and each file's size,
+written atomically (temporary file, fsync, rename). On resume the files are truncated to the sizes
+of the last committed chunk, so a tail written by a killed run disappears and the chunk is redone:
+the output is byte-identical to an uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+DATA_FILES = ("cases.jsonl", "dropped.jsonl", "audit.jsonl", "generations.jsonl")
+# created even when empty (generations.jsonl only exists for runs whose source logs replies)
+ALWAYS = ("cases.jsonl", "dropped.jsonl", "audit.jsonl")
+STATE_FILE = "state.json"
+FORMAT = "codereasoner-synth/1"
+
+
+class OutputError(ValueError):
+    """The output directory cannot be used (other settings, foreign files, damaged state)."""
+
+
+def dump_line(record: Mapping[str, Any]) -> str:
+    """One JSONL line: compact, ASCII-only, keys in the order given (deterministic)."""
+    return json.dumps(record, ensure_ascii=True, separators=(", ", ": ")) + "\n"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that a crash leaves either the old or the new file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+class RunWriter:
+    """Appends committed chunks to a run directory; see the module docstring.
+
+    ``settings`` are everything that changes the output (generator, n, seed, limits, ...); a
+    directory holding a run with other settings is refused with :class:`OutputError`.
+    """
+
+    def __init__(self, out_dir: Path, settings: Mapping[str, Any]) -> None:
+        self.dir = out_dir
+        self.settings = json.loads(json.dumps(dict(settings)))  # as it reads back from JSON
+        self.done = 0
+        self.complete = False
+        self.sizes = dict.fromkeys(DATA_FILES, 0)
+        self.extra: dict[str, Any] = {}
+        self._open()
+
+    @property
+    def state_path(self) -> Path:
+        return self.dir / STATE_FILE
+
+    def _open(self) -> None:
+        if self.dir.exists() and not self.dir.is_dir():
+            raise OutputError(f"{self.dir}: exists and is not a directory")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.state_path.exists():
+            self._resume()
+        else:
+            foreign = [name for name in DATA_FILES if (self.dir / name).exists()]
+            if foreign:
+                raise OutputError(
+                    f"{self.dir}: holds {foreign[0]} but no {STATE_FILE}; "
+                    "not a synth run directory (choose an empty --out)"
+                )
+            self._save_state()
+        for name in DATA_FILES:
+            path = self.dir / name
+            if name in ALWAYS or path.exists():
+                with open(path, "ab") as handle:
+                    handle.truncate(self.sizes[name])
+
+    def _resume(self) -> None:
+        try:
+            state = json.loads(self.state_path.read_text(encoding="utf-8"))
+            stored, done, sizes = state["settings"], int(state["done"]), state["sizes"]
+            complete = bool(state.get("complete", False))
+            extra = dict(state.get("extra", {}))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise OutputError(f"{self.state_path}: unreadable run state ({exc})") from None
+        if stored != self.settings:
+            changed = sorted(
+                key
+                for key in set(stored) | set(self.settings)
+                if stored.get(key) != self.settings.get(key)
+            )
+            detail = ", ".join(
+                f"{key}: {stored.get(key)!r} there, {self.settings.get(key)!r} now"
+                for key in changed
+            )
+            raise OutputError(
+                f"{self.dir}: holds a run with other settings ({detail}); "
+                "use another --out or the same settings to resume"
+            )
+        for name in DATA_FILES:
+            size = int(sizes.get(name, 0))
+            path = self.dir / name
+            actual = path.stat().st_size if path.exists() else 0
+            if actual < size:
+                raise OutputError(
+                    f"{path}: {actual} bytes, shorter than the {size} bytes "
+                    "recorded as committed; the run directory is damaged"
+                )
+            self.sizes[name] = size
+        self.done, self.complete, self.extra = done, complete, extra
+
+    def _save_state(self) -> None:
+        state = {
+            "format": FORMAT,
+            "settings": self.settings,
+            "done": self.done,
+            "complete": self.complete,
+            "sizes": self.sizes,
+            "extra": self.extra,
+        }
+        write_atomic(self.state_path, json.dumps(state, indent=2) + "\n")
+
+    def commit(self, done: int, lines: Mapping[str, Iterable[str]]) -> None:
+        """Append one chunk's lines per data file, make them durable, then record ``done``."""
+        for name in DATA_FILES:
+            data = "".join(lines.get(name, ())).encode("ascii")
+            path = self.dir / name
+            if not data and not path.exists():
+                continue
+            with open(path, "ab") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            self.sizes[name] += len(data)
+        self.done = done
+        self._save_state()
+
+    def finish(self, **extra: Any) -> None:
+        """Mark the run complete (the summary was written); ``extra`` goes into the state."""
+        self.complete = True
+        self.extra.update(extra)
+        self._save_state()
+
+    def path(self, name: str) -> Path:
+        return self.dir / name
