@@ -211,9 +211,11 @@ def test_every_state_matches_the_naive_recorder(name: str) -> None:
 
 
 # C callables reached through a descriptor or a dunder slot of a user class run on opcodes the
-# tracer treats as unable to mutate (attribute load, comparison): no Python frame starts, so
-# the change shows only at the frame's next full check (docs/tracing.md, "Values").
-DESCRIPTOR_GAP = """
+# tracer otherwise treats as unable to mutate (attribute load, comparison, operators) and start
+# no Python frame. When a class body of the program ends holding such a callable, the tracer
+# re-checks every local after every line from then on (docs/tracing.md, "Values").
+HIDDEN_MUTATORS = {
+    "property and staticmethod dunder": """
 def f(n):
     log = []
     class A:
@@ -224,9 +226,63 @@ def f(n):
     same = a == n
     x = 1
     return len(log)
+""",
+    "bare builtin method as an operator": """
+def f(n):
+    seen = {}
+    class B:
+        __add__ = seen.setdefault
+        __getitem__ = seen.pop
+    b = B()
+    for i in range(n + 2):
+        b + i
+    b[0]
+    return sorted(seen)
+""",
+    "helper defines the class, caller's containers change": """
+def make(store):
+    class C:
+        __lt__ = store.extend
+    return C()
+
+def f(n):
+    store = []
+    c = make(store)
+    c < [n, n]
+    k = 0
+    return store
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIDDEN_MUTATORS))
+def test_c_callables_behind_descriptors_and_dunders(name: str) -> None:
+    _check_against_naive(HIDDEN_MUTATORS[name], (1,))
+
+
+PYTHON_ONLY_CLASS = """
+def f(n):
+    class D:
+        limit = 3
+        def __eq__(self, other):
+            return True
+        @property
+        def p(self):
+            return self.limit
+        @staticmethod
+        def s(x):
+            return x
+    d = D()
+    return d.p + n
 """
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: C callables behind descriptors or dunders")
-def test_known_gap_c_callables_behind_descriptors_and_dunders() -> None:
-    _check_against_naive(DESCRIPTOR_GAP, (1,))
+def test_classes_of_python_functions_keep_the_fast_path() -> None:
+    source, function = load(PYTHON_ONLY_CLASS)
+    traced = tracer.Tracer(source=source)
+    traced.call(function, (1,), {})
+    assert traced.paranoid is False
+    source, function = load(HIDDEN_MUTATORS["property and staticmethod dunder"])
+    traced = tracer.Tracer(source=source)
+    traced.call(function, (1,), {})
+    assert traced.paranoid is True

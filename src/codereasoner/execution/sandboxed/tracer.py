@@ -87,6 +87,8 @@ _INPLACE = 4  # `name += ...`: may mutate the object bound to that name
 _FULL = 8  # diff everything (after an exception, a return, a resume)
 _HARD = _MUTATE | _FULL
 _FULL_POINT = (_FULL, (), ())
+_CO_OPTIMIZED = 1
+_PYTHON_CALLABLES = (types.FunctionType, types.MethodType)
 _NO_POINT = (0, (), ())
 _MISSING = object()
 _STEP_CHARS = 90  # estimated JSON size of a step without its changes
@@ -302,13 +304,16 @@ class _CodeInfo:
     """Everything the per-event code needs about one traced code object, computed once."""
 
     __slots__ = (
-        "code", "comp", "fiter", "inline_offsets", "loop_lines", "loops_at",
-        "ops", "qualname", "recs", "returns", "special", "tests", "yields",
+        "class_body", "code", "comp", "fiter", "inline_offsets", "loop_lines", "loops_at",
+        "ops", "paranoid", "qualname", "recs", "returns", "special", "tests", "yields",
     )  # fmt: skip
 
     def __init__(self, code: types.CodeType, scope: _Scope) -> None:
         self.code = code
         self.qualname: str = getattr(code, "co_qualname", code.co_name)
+        # A class body runs with unoptimised locals (its namespace); functions never do.
+        self.class_body = not code.co_flags & _CO_OPTIMIZED
+        self.paranoid = False  # see Tracer.assume_hidden_mutators
         self.loops_at = scope.loops_at
         self.special = scope.special
         self.tests = scope.tests
@@ -388,6 +393,8 @@ class _CodeInfo:
         if inplace:
             flags |= _STORE
             stores.extend(inplace)
+        if self.paranoid:
+            flags |= _HARD
         return (flags, tuple(dict.fromkeys(stores)), tuple(dict.fromkeys(inplace)))
 
     def record(self, offset: int, line: int) -> tuple:
@@ -600,6 +607,23 @@ def _deep_immutable(value: object) -> bool:
     if kind is tuple or kind is frozenset:
         return all(_deep_immutable(item) for item in value)  # type: ignore[attr-defined]
     return False
+
+
+def _hidden_mutator(value: object) -> bool:
+    """Whether a class attribute could run C code on a read, a comparison or an operator: a
+    callable that is not a Python function or class (a bound builtin method, a partial, ...),
+    also behind property, staticmethod or classmethod. Python callables start frames, which
+    the tracer sees; C callables do not."""
+    kind = type(value)
+    if kind is property:
+        return any(
+            _hidden_mutator(part)
+            for part in (value.fget, value.fset, value.fdel)  # type: ignore[attr-defined]
+            if part is not None
+        )
+    if kind is staticmethod or kind is classmethod:
+        return _hidden_mutator(value.__func__)  # type: ignore[attr-defined]
+    return callable(value) and not isinstance(value, (*_PYTHON_CALLABLES, type))
 
 
 def _exception_info(exc: BaseException) -> dict[str, str]:
@@ -1155,6 +1179,10 @@ class _Frame:
             self.resolve_rev(None, None)
         if off in info.returns and not self.raised:
             step["ret"] = tr.render.text(arg)
+        if info.class_body and not tr.paranoid:
+            namespace = frame.f_locals
+            if any(_hidden_mutator(value) for value in list(namespace.values())):
+                tr.assume_hidden_mutators()
 
     def on_exception(self, frame: types.FrameType, arg: object) -> None:
         self.point = _FULL_POINT
@@ -1212,6 +1240,7 @@ class Tracer:
         self.depth = 0
         self.next_fid = 0
         self.stopped = False
+        self.paranoid = getattr(self, "paranoid", False)
         self.partial_reason: str | None = None
         self.last: dict | None = None
 
@@ -1254,10 +1283,21 @@ class Tracer:
             self.fail(f"tracer_error: {type(exc).__name__}: {exc}")
             return None
 
+    def assume_hidden_mutators(self) -> None:
+        """A class of the program holds a C callable (``property(log.append)``, ``__eq__ =
+        staticmethod(log.append)``): attribute reads, comparisons and operators may now run it
+        without any Python frame starting, so from here on every line re-checks every local."""
+        self.paranoid = True
+        for info in self._infos.values():
+            if info is not None:
+                info.paranoid = True
+                info.recs.clear()  # the frames share these: their next lines are re-derived
+
     def _analyse(self, code: types.CodeType) -> _CodeInfo | None:
         info = None
         if code.co_filename == self.filename:
             info = _CodeInfo(code, self._source.scope(code))
+            info.paranoid = self.paranoid
         self._infos[id(code)] = info
         self._codes.append(code)
         return info
