@@ -28,7 +28,7 @@ from codereasoner.benchmarks.reval_items import build_items
 from codereasoner.benchmarks.reval_programs import case_program, test_classes
 from codereasoner.benchmarks.reval_truth import GT_LIMITS, Pair, PairTruth, TruthError
 from codereasoner.benchmarks.reval_truth import compute_truth as _compute
-from codereasoner.execution import Pool, SandboxUnavailable, plan_isolation
+from codereasoner.execution import Pool, SandboxUnavailable, plan_isolation, sandboxed
 from codereasoner.tasks import Item
 
 __all__ = [
@@ -167,6 +167,7 @@ def truth_path(paths: Mapping[str, Path], python: str, cache: Path | None = None
     digest.update(f"{python}/{TRUTH_VERSION}".encode())
     for module in (reval_programs, reval_truth, reval_vars):  # any change to how truth is computed
         digest.update(Path(module.__file__ or "").read_bytes())
+    digest.update((Path(sandboxed.__file__ or "").parent / "tracer.py").read_bytes())
     return (cache or cache_root()) / "reval" / f"truth-{digest.hexdigest()[:20]}-py{python}.json"
 
 
