@@ -111,8 +111,11 @@ def run_baseline(url: str, data_dir: Path, pool: Pool, out: Path, limit: int | N
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", type=Path,
-                        default=Path(__file__).resolve().parents[1].parent / "shared" / "data")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(__file__).resolve().parents[1].parent / "shared" / "data",
+    )
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=512)
     parser.add_argument("--baseline-subset", type=int, default=40,

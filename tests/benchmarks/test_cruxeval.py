@@ -36,7 +36,12 @@ def test_fixture_items() -> None:
 
 
 def test_registry() -> None:
-    assert benchmarks.names()[:4] == ["cruxeval-o", "cruxeval-i", "lcb-execution", "lcb-test-output"]
+    assert benchmarks.names()[:4] == [
+        "cruxeval-o",
+        "cruxeval-i",
+        "lcb-execution",
+        "lcb-test-output",
+    ]
     assert {"reval", "core", "core-output", "core-probe"} <= set(benchmarks.names())
     crux = benchmarks.get("cruxeval-o")
     assert crux.counts == {"items": 800} and crux.license.startswith("MIT")

@@ -289,8 +289,14 @@ class Pipeline:
         self, candidate: Candidate, result: ExecResult, trace: Mapping[str, Any], item: Prepared
     ) -> str:
         record = build_record(
-            candidate, result, trace, self.python, HASH_SEEDS, item.decontam,
-            LICENSE if self.teacher is None else TEACHER_LICENSE, self.teacher,
+            candidate,
+            result,
+            trace,
+            self.python,
+            HASH_SEEDS,
+            item.decontam,
+            LICENSE if self.teacher is None else TEACHER_LICENSE,
+            self.teacher,
         )
         return dump_line(record)
 
