@@ -179,7 +179,6 @@ def test_llm_pipeline_end_to_end_and_resume_without_new_requests(
             generator="llm",
             mutants=1,
             model=f"openai:replay@{server.url}",
-            data_dir=tmp_path / "none",
         )
         backend = load_backend(config.model)
         run(config, pools=(pool, second), backend=backend)

@@ -88,7 +88,6 @@ def synth_command(
         seed=seed,
         generator=generator,
         model=model,
-        data_dir=data_dir,
         max_output_chars=max_output_chars,
         mutants=mutants,
         mutant_tries=max(2 * mutants, mutants),
@@ -107,7 +106,7 @@ def synth_command(
     )
     task = progress.add_task("synth", total=n)
     try:
-        loaded = load_benchmark_programs(config.data_dir, names=config.benchmarks)
+        loaded = load_benchmark_programs(data_dir)
         index = (BenchmarkIndex(loaded.programs), loaded.checked)
         backend = load_backend(model) if model else None
         if backend is not None:

@@ -399,14 +399,16 @@ class Runner:
         store.record_prompts((plan.hashes[i.id], plan.prompts[i.id], chat, plan.system)
                              for i in plan.items)  # fmt: skip
         store.record_items(name, self._item_rows(plan))
+        # The exact cache key (stop sequences differ per benchmark), recorded before generating
+        # so that the report finds the completions of an interrupted run too.
+        keys = self._config.setdefault("sampling_keys", {})
+        if keys.get(name) != plan.sampling.key():
+            keys[name] = plan.sampling.key()
+            store.update_config(self._config)
         summary.generated[name], summary.cached[name] = self._generate(store, plan)
         started = time.perf_counter()
         graded = self._grade(store, plan)
         summary.graded[name] = graded
-        keys = self._config.setdefault("sampling_keys", {})
-        if keys.get(name) != plan.sampling.key():  # the exact cache key (stop differs per bench)
-            keys[name] = plan.sampling.key()
-            store.update_config(self._config)
         reports = store.results()
         reported = self._config.setdefault("reported_n", {})
         if graded or name not in reports or reported.get(name) != self.settings.n:

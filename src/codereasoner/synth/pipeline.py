@@ -85,7 +85,6 @@ class SynthConfig:
     seed: int = 0
     generator: str = "offline"
     model: str | None = None
-    data_dir: Path | None = None
     max_output_chars: int = 50
     mutants: int = 2
     mutant_tries: int = 4
@@ -94,7 +93,6 @@ class SynthConfig:
     isolation: str = "auto"
     timeout_s: float = 1.0
     max_steps: int = 10_000
-    benchmarks: tuple[str, ...] | None = None  # None: every benchmark the loaders know
 
     def __post_init__(self) -> None:
         if self.n < 1:

@@ -1226,6 +1226,8 @@ class Tracer:
         self._source = _Source(source)
         self._infos: dict[int, _CodeInfo | None] = {}
         self._codes: list[types.CodeType] = []  # keeps the ids in _infos valid
+        # Like _infos, kept across calls: see assume_hidden_mutators.
+        self.paranoid = False
         self._reset()
 
     def _reset(self) -> None:
@@ -1240,7 +1242,6 @@ class Tracer:
         self.depth = 0
         self.next_fid = 0
         self.stopped = False
-        self.paranoid = getattr(self, "paranoid", False)
         self.partial_reason: str | None = None
         self.last: dict | None = None
 
