@@ -178,9 +178,8 @@ def test_llm_pipeline_end_to_end_and_resume_without_new_requests(
             seed=1,
             generator="llm",
             mutants=1,
-            model=f"openai:replay@{server.url}",
         )
-        backend = load_backend(config.model)
+        backend = load_backend(f"openai:replay@{server.url}")
         run(config, pools=(pool, second), backend=backend)
         asked = server.stats()["requests"]
         first = {name: (tmp_path / name).read_bytes() for name in OUTPUTS}

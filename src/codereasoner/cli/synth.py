@@ -87,7 +87,6 @@ def synth_command(
         n=n,
         seed=seed,
         generator=generator,
-        model=model,
         max_output_chars=max_output_chars,
         mutants=mutants,
         mutant_tries=max(2 * mutants, mutants),

@@ -84,7 +84,6 @@ class SynthConfig:
     n: int
     seed: int = 0
     generator: str = "offline"
-    model: str | None = None
     max_output_chars: int = 50
     mutants: int = 2
     mutant_tries: int = 4
