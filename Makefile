@@ -55,13 +55,17 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.core: pyproject.toml | $(VENV)/bin/python
+# Installing builds the tracer's C fast path in place (setup.py), so a change to it reinstalls.
+TRACECORE := src/codereasoner/execution/sandboxed/_tracecore.c
+
+$(VENV)/.core: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-$(VENV)/.dev: pyproject.toml | $(VENV)/bin/python
+$(VENV)/.dev: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 	$(BIN)/python -m pip install -q -e '.[dev,train]'
 	touch $@ $(VENV)/.core
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
+	rm -f src/codereasoner/execution/sandboxed/_tracecore.*.so

@@ -19,6 +19,9 @@ import pytest
 from tests.trace import load_flat
 
 tracer = load_flat("tracer")
+
+# Every test runs with the C fast path and with the pure-Python line handler (conftest.py).
+pytestmark = pytest.mark.usefixtures("tracer_engine")
 values = load_flat("values")
 
 PY311 = sys.version_info[:2] == (3, 11)

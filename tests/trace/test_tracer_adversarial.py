@@ -20,6 +20,9 @@ from tests.trace.test_tracer import _naive_states, _replayed_states, load
 
 tracer = load_flat("tracer")
 
+# Every test runs with the C fast path and with the pure-Python line handler (conftest.py).
+pytestmark = pytest.mark.usefixtures("tracer_engine")
+
 ALIASES = """
 def f(n):
     a = [n]

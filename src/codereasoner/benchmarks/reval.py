@@ -167,7 +167,10 @@ def truth_path(paths: Mapping[str, Path], python: str, cache: Path | None = None
     digest.update(f"{python}/{TRUTH_VERSION}".encode())
     for module in (reval_programs, reval_truth, reval_vars):  # any change to how truth is computed
         digest.update(Path(module.__file__ or "").read_bytes())
-    digest.update((Path(sandboxed.__file__ or "").parent / "tracer.py").read_bytes())
+    for name in ("tracer.py", "_tracecore.c"):
+        source = Path(sandboxed.__file__ or "").parent / name
+        if source.exists():
+            digest.update(source.read_bytes())
     return (cache or cache_root()) / "reval" / f"truth-{digest.hexdigest()[:20]}-py{python}.json"
 
 

@@ -37,6 +37,8 @@ def doctor_command(
         )
         console.print(f"sandbox interpreter: {escape(pool.plan.python)} (Python {info['python']}), "
                       f"uid {uid}, seccomp {'on' if info['seccomp'] else 'off'}")  # fmt: skip
+        engine = {"c": "C fast path", "python": "pure Python (the C fast path is not built)"}
+        console.print(f"tracer: {engine.get(info.get('tracer_engine'), 'not preloaded')}")
         if pool.plan.hidden_paths:
             console.print(f"hidden directories: {escape(', '.join(pool.plan.hidden_paths))}")
         table = Table(title="probes", title_justify="left")

@@ -64,8 +64,13 @@ class TraceOptions:
     # At a cap the trace is marked partial; by default the call then ends (status
     # output_limit). With finish_untraced the call runs on untraced to get its result.
     finish_untraced: bool = False
+    # Line handler: "c" (the built fast path; an error where it is not built), "python", or
+    # "auto" (C when built). Traces are identical; C is several times faster.
+    engine: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.engine not in ("auto", "c", "python"):
+            raise ValueError(f"engine must be auto, c or python, got {self.engine!r}")
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {self.max_steps!r}")
         if self.max_value_chars < 16:

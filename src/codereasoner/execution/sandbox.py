@@ -58,11 +58,21 @@ class IsolationPlan:
         )
 
 
+def _staged_files() -> dict[str, Path]:
+    """STAGED_FILES plus the tracer's C fast path where it was built (any interpreter tag: the
+    sandbox's interpreter loads the one its own suffix names, or none)."""
+    files = dict(STAGED_FILES)
+    for built in sorted(STAGED_FILES["tracer.py"].parent.glob("_tracecore.*")):
+        if built.suffix in (".so", ".pyd"):
+            files[built.name] = built
+    return files
+
+
 def stage_files() -> str:
     """Copy the sandbox-side modules into a fresh world-readable directory; return its path."""
     directory = tempfile.mkdtemp(prefix="codereasoner-stage-")
     os.chmod(directory, 0o755)
-    for name, source in STAGED_FILES.items():
+    for name, source in _staged_files().items():
         target = os.path.join(directory, name)
         shutil.copyfile(source, target)
         os.chmod(target, 0o644)

@@ -71,7 +71,10 @@ from __future__ import annotations
 import ast
 import dis
 import gc
+import importlib.machinery
+import importlib.util
 import marshal
+import os
 import sys
 import types
 from collections.abc import Callable, Collection
@@ -150,6 +153,36 @@ _ID, _FOREIGN, _FP = 0, 1, 2  # identity only / identity + type / marshal finger
 
 class TraceOverflow(Exception):
     """Raised inside the tracer to abandon tracing once a cap is reached."""
+
+
+_CORE_ABI = 1  # the _tracecore.c build this module is written against (its CORE_ABI)
+
+
+def _load_accelerator() -> types.ModuleType | None:
+    """The C fast path (``_tracecore``, built from _tracecore.c next to this file), or None.
+
+    Optional: without it (not built, another interpreter, an ABI mismatch) every event runs
+    through ``_Frame.local``, with identical traces.
+    """
+    directory = os.path.dirname(os.path.abspath(__file__))
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(directory, "_tracecore" + suffix)
+        if not os.path.exists(path):
+            continue
+        try:
+            spec = importlib.util.spec_from_file_location("_tracecore", path)
+            if spec is None or spec.loader is None:
+                return None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except (ImportError, OSError):
+            return None
+        return module if getattr(module, "ABI", None) == _CORE_ABI else None
+    return None
+
+
+ACCELERATOR = _load_accelerator()
+ENGINES = ("auto", "c", "python")
 
 
 # ---------------------------------------------------------------------------------------
@@ -655,18 +688,28 @@ def _literal(value: object) -> bool:
 # ---------------------------------------------------------------------------------------
 
 
-class _Frame:
-    """Trace state of one frame instance; its bound ``local`` is the frame's ``f_trace``."""
+# The fields _tracecore.FrameCore holds in C (the ones its line-event fast path uses).
+_CORE_FIELDS = (
+    "cond_step", "cond_test", "counts", "enc", "fn", "inline_seen", "inline_step", "loop_type",
+    "loops", "max_chars", "missing", "off", "point", "raised", "recs", "rev_index", "rev_loop",
+    "rev_more", "rev_step", "snap", "step", "template", "tr", "watch",
+)  # fmt: skip
+_FrameBase: type = object if ACCELERATOR is None else ACCELERATOR.FrameCore
 
-    __slots__ = (
-        "cond_step", "cond_test", "counts", "depth", "enc", "fid", "fn", "info", "inline_offs",
-        "inline_seen", "inline_step", "loops", "max_chars", "off", "point", "qual",
-        "raised", "recs", "rev_index", "rev_loop", "rev_more", "rev_step", "snap", "step",
-        "template", "tr", "watch",
-    )  # fmt: skip
+
+class _Frame(_FrameBase):
+    """Trace state of one frame instance. The frame's ``f_trace`` is the instance itself when
+    the C fast path is used (it handles common line events and calls ``local`` for the rest),
+    else its bound ``local``."""
+
+    __slots__ = ("depth", "fid", "info", "inline_offs", "qual") + (
+        _CORE_FIELDS if ACCELERATOR is None else ()
+    )
 
     def __init__(self, tr: Tracer, info: _CodeInfo, depth: int) -> None:
         self.tr = tr
+        self.missing = _MISSING
+        self.loop_type = _Loop
         self.info = info
         self.qual = info.qualname
         self.max_chars = tr.render.max_chars
@@ -699,7 +742,7 @@ class _Frame:
         del template["changes"]
         self.template = template
         self.recs = info.recs
-        self.fn = self.local
+        self.fn = self if tr.accelerated else self.local
 
     # -- locals ------------------------------------------------------------------------------
 
@@ -790,8 +833,7 @@ class _Frame:
             if entry[2] == _FOREIGN:
                 if type(value) is entry[3]:
                     continue
-                entry[3] = type(value)
-                text = f"<{values.type_name(value)} object>"
+                text = self.recheck_foreign(entry)
             else:
                 size = len(value)
                 if size > bound:
@@ -813,6 +855,13 @@ class _Frame:
                 entry[1] = text
                 if name[0] != "." and name != "__class__":
                     self.note(step, name, text)
+
+    @staticmethod
+    def recheck_foreign(entry: list) -> str:
+        """The text of a tracked non-literal object whose type changed (``__class__ = ...``)."""
+        value = entry[0]
+        entry[3] = type(value)
+        return f"<{values.type_name(value)} object>"
 
     def update(self, loc, step: dict) -> None:
         """Record in ``step`` the locals that changed since the snapshot (the line just ran)."""
@@ -1112,22 +1161,28 @@ class _Frame:
                     self.cond_test = test
                     self.cond_step = new
                 elif test.lo == line:
-                    self.inline_step = new
-                    self.inline_offs = self.info.body_offsets(test)
-                    self.inline_seen = False
-                    frame.f_trace_opcodes = True
+                    self.start_inline(frame, test, new)
             tr.steps.append(new)
             self.step = new
             self.off = off
             self.point = point
             return self.fn
-        except TraceOverflow:
-            frame.f_trace = None
-            return None
-        except Exception as exc:  # a tracer bug must not change the program's behaviour
-            tr.fail(f"tracer_error: {type(exc).__name__}: {exc}")
-            frame.f_trace = None
-            return None
+        except Exception as exc:
+            return self.abandon(frame, exc)
+
+    def abandon(self, frame: types.FrameType, exc: Exception) -> None:
+        """Stop tracing this frame: a cap was reached (TraceOverflow) or the tracer failed (a
+        tracer bug must not change the program's behaviour)."""
+        if not isinstance(exc, TraceOverflow):
+            self.tr.fail(f"tracer_error: {type(exc).__name__}: {exc}")
+        frame.f_trace = None
+
+    def start_inline(self, frame: types.FrameType, test: _Test, step: dict) -> None:
+        """A one-line ``if test: body`` starts: decide it from opcode events."""
+        self.inline_step = step
+        self.inline_offs = self.info.body_offsets(test)
+        self.inline_seen = False
+        frame.f_trace_opcodes = True
 
     def first_step(self, frame: types.FrameType, line: int) -> dict:
         tr = self.tr
@@ -1198,13 +1253,27 @@ class _Frame:
             step["exc"] = values.type_name(arg[1])
 
 
+if ACCELERATOR is not None:
+    ACCELERATOR.enable_vectorcall(_Frame)
+
+
+def _owner(trace_function: object) -> _Frame | None:
+    """The _Frame behind a frame's ``f_trace`` (itself, or its bound ``local``), if any."""
+    owner = trace_function.__self__ if type(trace_function) is _METHOD else trace_function
+    return owner if type(owner) is _Frame else None
+
+
 # ---------------------------------------------------------------------------------------
 # The tracer
 # ---------------------------------------------------------------------------------------
 
 
-class Tracer:
-    """Traces one call at a time; see the module docstring for the trace format and policies."""
+class Tracer(object if ACCELERATOR is None else ACCELERATOR.TracerCore):  # type: ignore[misc]
+    """Traces one call at a time; see the module docstring for the trace format and policies.
+
+    With the C fast path, ``steps``, ``size``, ``limit``, ``stopped`` and ``render`` are fields
+    of its ``TracerCore`` base, read there on every line event.
+    """
 
     def __init__(
         self,
@@ -1215,7 +1284,14 @@ class Tracer:
         max_trace_chars: int = 2_000_000,
         on_overflow: Callable[[dict], None] | None = None,
         source: str | None = None,
+        engine: str = "auto",
     ) -> None:
+        """``engine``: "c" (the C fast path, required), "python", or "auto" (C when built)."""
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        if engine == "c" and ACCELERATOR is None:
+            raise ValueError("the tracer's C fast path (_tracecore) is not built")
+        self.accelerated = ACCELERATOR is not None and engine != "python"
         self.filename = filename
         self.max_steps = max_steps
         self.max_trace_chars = max_trace_chars
@@ -1253,11 +1329,9 @@ class Tracer:
         # Python code is about to run: the caller's next event must diff everything.
         caller = frame.f_back
         if caller is not None:
-            current = caller.f_trace
-            if type(current) is _METHOD:
-                owner = current.__self__
-                if type(owner) is _Frame:
-                    owner.point = _FULL_POINT
+            owner = _owner(caller.f_trace)
+            if owner is not None:
+                owner.point = _FULL_POINT
         code = frame.f_code
         key = id(code)
         info = self._infos.get(key, False)
@@ -1266,12 +1340,9 @@ class Tracer:
         if info is None:
             return None
         try:
-            current = frame.f_trace
-            state = None
-            if type(current) is _METHOD:
-                owner = current.__self__
-                if type(owner) is _Frame and owner.tr is self:
-                    state = owner
+            state = _owner(frame.f_trace)
+            if state is not None and state.tr is not self:
+                state = None
             if state is None:
                 state = _Frame(self, info, self.depth)
             else:
@@ -1310,8 +1381,7 @@ class Tracer:
         sys.settrace(None)
         frame = sys._getframe()
         while frame is not None:
-            current = frame.f_trace
-            if type(current) is types.MethodType and type(current.__self__) is _Frame:
+            if _owner(frame.f_trace) is not None:
                 frame.f_trace = None
             frame = frame.f_back
 
@@ -1365,7 +1435,10 @@ class Tracer:
         # than in the plain run (and rescan the growing trace each time).
         gc.set_threshold(thresholds[0] * 10, *thresholds[1:])
         hook = self._global
-        sys.settrace(hook)
+        if self.accelerated:
+            ACCELERATOR.settrace(hook)  # type: ignore[union-attr]
+        else:
+            sys.settrace(hook)
         try:
             value = function(*args, **kwargs)
         except BaseException as exc:

@@ -355,6 +355,7 @@ class Worker:
             "uid": os.getuid(),
             "pid": os.getpid(),
             "vm_kb": self.vm_kb,
+            "tracer_engine": _tracer_engine(),
         }
 
     def serve(self) -> None:
@@ -564,6 +565,15 @@ def _sanitize(line: bytes, expected_index: int) -> dict | None:
                 return None
             clean[key] = raw[key]
     return clean
+
+
+def _tracer_engine() -> str | None:
+    """Which line handler traced calls use here: "c" (the built fast path), "python", or None
+    when the tracer is not preloaded."""
+    module = sys.modules.get("tracer")
+    if module is None:
+        return None
+    return "python" if getattr(module, "ACCELERATOR", None) is None else "c"
 
 
 def main() -> None:

@@ -1,0 +1,976 @@
+/* The tracer's per-line hot path in C (optional; tracer.py works without it).
+ *
+ * `FrameCore` is the base class of tracer._Frame. It holds the fields the hot path touches and
+ * is itself callable as a frame's f_trace: a `line` event whose offset has a cached record is
+ * handled here, exactly as the pure-Python `_Frame.local` handles it; anything else (other
+ * events, a stopped tracer, a first line, an offset seen for the first time) is handed to
+ * `local`. Rare sub-steps call the same Python methods the Python path calls (store,
+ * rebind_all, count_loops, resolve_rev, start_inline, Tracer.check_caps), so the two paths share
+ * their logic wherever it is not the per-line common case. Only the public C API of CPython
+ * 3.11+ is used. Bump CORE_ABI when the fields or the Python-side contract change: tracer.py
+ * refuses a build whose ABI differs from the one it expects.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <marshal.h>
+#include <stddef.h>
+#include <structmember.h>
+
+#define CORE_ABI 1
+
+/* Flags of a line's "point" (tracer.py: _STORE, _MUTATE, _INPLACE, _FULL). */
+#define F_MUTATE 2
+#define F_FULL 8
+#define F_HARD (F_MUTATE | F_FULL)
+/* Entry kinds (tracer.py: _ID, _FOREIGN, _FP). */
+#define K_ID 0
+#define K_FOREIGN 1
+#define SMALL_INT 1000000000000000LL /* tracer.py: _SMALL */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *tr, *recs, *step, *raised, *point, *snap, *watch, *rev_loop, *rev_index, *rev_step,
+        *rev_more, *cond_test, *cond_step, *inline_step, *inline_seen, *template_, *enc, *counts,
+        *loops, *off, *fn, *max_chars, *missing, *loop_type;
+} Core;
+
+#define CORE_FIELDS(X)                                                                         \
+    X(tr) X(recs) X(step) X(raised) X(point) X(snap) X(watch) X(rev_loop) X(rev_index)         \
+    X(rev_step) X(rev_more) X(cond_test) X(cond_step) X(inline_step) X(inline_seen)            \
+    X(template_) X(enc) X(counts) X(loops) X(off) X(fn) X(max_chars) X(missing) X(loop_type)
+
+/* The fields of tracer.Tracer the hot path reads or updates on every event. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *steps, *size, *limit, *stopped, *render;
+} TracerCore;
+
+#define TRACER_FIELDS(X) X(steps) X(size) X(limit) X(stopped) X(render)
+
+static PyTypeObject TracerCoreType;
+
+static PyObject *s_line, *s_local, *s_stopped, *s_store, *s_rebind_all, *s_count_loops,
+    *s_resolve_rev, *s_start_inline, *s_abandon, *s_check_caps, *s_steps, *s_limit, *s_size,
+    *s_render, *s_text, *s_bound, *s_with_fingerprint, *s_changes, *s_cond, *s_loops,
+    *s_f_trace_opcodes, *s_body_lo, *s_body_hi, *s_lo, *s_hi, *s_inline, *s_recheck_foreign, *s_f_trace;
+
+/* A Tracer field: read directly when the tracer is a TracerCore, else as an attribute. */
+static PyObject *
+tracer_field(Core *self, PyObject *name, size_t offset)
+{
+    PyObject *tr = self->tr;
+    if (PyObject_TypeCheck(tr, &TracerCoreType)) {
+        PyObject *value = *(PyObject **)((char *)tr + offset);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(tr, name);
+}
+
+#define TRACER_FIELD(self, field) tracer_field(self, s_##field, offsetof(TracerCore, field))
+
+/* Replace a field (steals a reference to `value`). */
+#define SET_FIELD(field, value)            \
+    do {                                   \
+        PyObject *_old = (field);          \
+        (field) = (value);                 \
+        Py_XDECREF(_old);                  \
+    } while (0)
+
+static PyObject *
+call_method(Core *self, PyObject *name, PyObject *a, PyObject *b, PyObject *c, PyObject *d)
+{
+    PyObject *args[5] = {(PyObject *)self, a, b, c, d};
+    size_t n = 1 + (a != NULL) + (b != NULL) + (c != NULL) + (d != NULL);
+    return PyObject_VectorcallMethod(name, args, n | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static int
+call_method_void(Core *self, PyObject *name, PyObject *a, PyObject *b, PyObject *c, PyObject *d)
+{
+    PyObject *result = call_method(self, name, a, b, c, d);
+    if (result == NULL)
+        return -1;
+    Py_DECREF(result);
+    return 0;
+}
+
+/* An int attribute of a tracer object (_Loop, _Test). */
+static int
+int_attr(PyObject *obj, PyObject *name, long *out)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL)
+        return -1;
+    *out = PyLong_AsLong(value);
+    Py_DECREF(value);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* line in [obj.<lo>, obj.<hi>]: 1, 0, or -1 on error. */
+static int
+line_within(PyObject *obj, PyObject *lo_name, PyObject *hi_name, long line)
+{
+    long lo, hi;
+    if (int_attr(obj, lo_name, &lo) < 0 || int_attr(obj, hi_name, &hi) < 0)
+        return -1;
+    return lo <= line && line <= hi;
+}
+
+/* tracer.size += len(name) + len(text) + 6, and changes[name] = text in `step`. */
+static int
+note_change(Core *self, PyObject *step, PyObject *name, PyObject *text)
+{
+    PyObject *changes = PyDict_GetItemWithError(step, s_changes);
+    if (changes == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        changes = PyDict_New();
+        if (changes == NULL)
+            return -1;
+        int failed = PyDict_SetItem(changes, name, text) < 0 ||
+                     PyDict_SetItem(step, s_changes, changes) < 0;
+        Py_DECREF(changes);
+        if (failed)
+            return -1;
+    }
+    else if (PyObject_SetItem(changes, name, text) < 0) {
+        return -1;
+    }
+    PyObject *size = TRACER_FIELD(self, size);
+    if (size == NULL)
+        return -1;
+    PyObject *added = PyLong_FromSsize_t(PyUnicode_GET_LENGTH(name) + PyUnicode_GET_LENGTH(text) + 6);
+    PyObject *total = added == NULL ? NULL : PyNumber_Add(size, added);
+    Py_DECREF(size);
+    Py_XDECREF(added);
+    if (total == NULL)
+        return -1;
+    if (PyObject_TypeCheck(self->tr, &TracerCoreType)) {
+        SET_FIELD(((TracerCore *)self->tr)->size, total);
+        return 0;
+    }
+    int rc = PyObject_SetAttr(self->tr, s_size, total);
+    Py_DECREF(total);
+    return rc;
+}
+
+/* Names starting with "." (comprehension arguments) and the implicit __class__ cell are kept
+ * out of the trace. */
+static int
+reported(PyObject *name)
+{
+    if (PyUnicode_GET_LENGTH(name) > 0 && PyUnicode_READ_CHAR(name, 0) == '.')
+        return 0;
+    return PyUnicode_CompareWithASCIIString(name, "__class__") != 0;
+}
+
+/* _Frame.recheck: look for in-place changes of the watched containers and objects. */
+static int
+recheck(Core *self, PyObject *step)
+{
+    PyObject *render = TRACER_FIELD(self, render);
+    if (render == NULL)
+        return -1;
+    PyObject *bound_obj = PyObject_GetAttr(render, s_bound);
+    Py_ssize_t bound = bound_obj == NULL ? -1 : PyLong_AsSsize_t(bound_obj);
+    Py_XDECREF(bound_obj);
+    if (bound == -1 && PyErr_Occurred()) {
+        Py_DECREF(render);
+        return -1;
+    }
+    /* A snapshot of the items: Python code (the renderer) runs inside the loop. */
+    PyObject *items = PyDict_Items(self->watch);
+    if (items == NULL) {
+        Py_DECREF(render);
+        return -1;
+    }
+    int rc = 0;
+    Py_ssize_t count = PyList_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < count && rc == 0; i++) {
+        PyObject *pair = PyList_GET_ITEM(items, i);
+        PyObject *name = PyTuple_GET_ITEM(pair, 0);
+        PyObject *entry = PyTuple_GET_ITEM(pair, 1);
+        if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) != 4 || !PyUnicode_Check(name)) {
+            PyErr_SetString(PyExc_TypeError, "malformed watch entry");
+            rc = -1;
+            break;
+        }
+        PyObject *value = PyList_GET_ITEM(entry, 0);
+        long kind = PyLong_AsLong(PyList_GET_ITEM(entry, 2));
+        if (kind == -1 && PyErr_Occurred()) {
+            rc = -1;
+            break;
+        }
+        PyObject *text = NULL;
+        if (kind == K_FOREIGN) {
+            if ((PyObject *)Py_TYPE(value) == PyList_GET_ITEM(entry, 3))
+                continue;
+            text = call_method(self, s_recheck_foreign, entry, NULL, NULL, NULL);
+        }
+        else {
+            Py_INCREF(value);
+            Py_ssize_t size = PyObject_Size(value);
+            if (size < 0) {
+                Py_DECREF(value);
+                rc = -1;
+                break;
+            }
+            if (size > bound) {
+                PyObject *old = PyList_GET_ITEM(entry, 3);
+                if (PyLong_CheckExact(old) && PyLong_AsSsize_t(old) == size) {
+                    Py_DECREF(value);
+                    continue;
+                }
+                PyObject *size_obj = PyLong_FromSsize_t(size);
+                if (size_obj == NULL || PyList_SetItem(entry, 3, size_obj) < 0) {
+                    Py_DECREF(value);
+                    rc = -1;
+                    break;
+                }
+                text = PyUnicode_FromFormat("<%s of %zd items, too large>",
+                                            Py_TYPE(value)->tp_name, size);
+            }
+            else {
+                PyObject *fp = PyMarshal_WriteObjectToString(value, 2);
+                if (fp == NULL) {
+                    if (!PyErr_ExceptionMatches(PyExc_ValueError) &&
+                        !PyErr_ExceptionMatches(PyExc_RecursionError) &&
+                        !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+                        Py_DECREF(value);
+                        rc = -1;
+                        break;
+                    }
+                    PyErr_Clear();
+                    fp = Py_NewRef(Py_None);
+                }
+                else {
+                    int same = PyObject_RichCompareBool(fp, PyList_GET_ITEM(entry, 3), Py_EQ);
+                    if (same != 0) {
+                        Py_DECREF(fp);
+                        Py_DECREF(value);
+                        if (same < 0) {
+                            rc = -1;
+                            break;
+                        }
+                        continue;
+                    }
+                }
+                Py_INCREF(fp);
+                if (PyList_SetItem(entry, 3, fp) < 0) {
+                    Py_DECREF(fp);
+                    Py_DECREF(value);
+                    rc = -1;
+                    break;
+                }
+                PyObject *args[3] = {render, value, fp};
+                text = PyObject_VectorcallMethod(s_with_fingerprint, args, 3, NULL);
+                Py_DECREF(fp);
+            }
+            Py_DECREF(value);
+        }
+        if (text == NULL) {
+            rc = -1;
+            break;
+        }
+        int differs = PyObject_RichCompareBool(text, PyList_GET_ITEM(entry, 1), Py_NE);
+        if (differs > 0) {
+            Py_INCREF(text);
+            if (PyList_SetItem(entry, 1, text) < 0 ||
+                (reported(name) && note_change(self, step, name, text) < 0))
+                rc = -1;
+        }
+        else if (differs < 0) {
+            rc = -1;
+        }
+        Py_DECREF(text);
+    }
+    Py_DECREF(items);
+    Py_DECREF(render);
+    return rc;
+}
+
+/* The text of an atom that replaced an atom, when the shortcut applies: an int of at most 16
+ * digits or a short str renders as its repr. Returns a new reference, or NULL with no error
+ * set when store() must decide. */
+static PyObject *
+atom_text(Core *self, PyObject *value, long max_chars)
+{
+    if (PyLong_CheckExact(value)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow || v <= -SMALL_INT || v >= SMALL_INT)
+            return NULL;
+        return PyObject_Repr(value);
+    }
+    if (PyUnicode_CheckExact(value) && PyUnicode_GET_LENGTH(value) <= max_chars) {
+        PyObject *text = PyObject_Repr(value);
+        if (text == NULL || PyUnicode_GET_LENGTH(text) <= max_chars)
+            return text;
+        Py_DECREF(text); /* many escapes: the renderer decides */
+        PyObject *render = TRACER_FIELD(self, render);
+        if (render == NULL)
+            return NULL;
+        PyObject *args[2] = {render, value};
+        text = PyObject_VectorcallMethod(s_text, args, 2, NULL);
+        Py_DECREF(render);
+        return text;
+    }
+    return NULL;
+}
+
+/* The stored-to names of the line that just ran: record those rebound. */
+static int
+update_stores(Core *self, PyObject *loc, PyObject *stores, PyObject *step)
+{
+    long max_chars = PyLong_AsLong(self->max_chars);
+    if (max_chars == -1 && PyErr_Occurred())
+        return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(stores);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(stores, i);
+        PyObject *value;
+        if (PyDict_CheckExact(loc)) {
+            value = PyDict_GetItemWithError(loc, name);
+            if (value == NULL && PyErr_Occurred())
+                return -1;
+            value = value == NULL ? self->missing : value;
+            Py_INCREF(value);
+        }
+        else {
+            value = PyObject_GetItem(loc, name);
+            if (value == NULL) {
+                if (!PyErr_ExceptionMatches(PyExc_KeyError))
+                    return -1;
+                PyErr_Clear();
+                value = Py_NewRef(self->missing);
+            }
+        }
+        PyObject *entry = PyDict_GetItemWithError(self->snap, name);
+        if (entry == NULL && PyErr_Occurred()) {
+            Py_DECREF(value);
+            return -1;
+        }
+        if (entry != NULL && PyList_GET_ITEM(entry, 0) == value) {
+            Py_DECREF(value);
+            continue;
+        }
+        Py_XINCREF(entry);
+        int rc = 0;
+        PyObject *text = NULL;
+        long kind = entry == NULL ? -1 : PyLong_AsLong(PyList_GET_ITEM(entry, 2));
+        if (kind == -1 && PyErr_Occurred())
+            rc = -1;
+        else if (kind == K_ID)
+            text = atom_text(self, value, max_chars);
+        if (rc == 0 && text == NULL) {
+            if (PyErr_Occurred())
+                rc = -1;
+            else
+                rc = call_method_void(self, s_store, name, value, entry ? entry : Py_None, step);
+        }
+        else if (rc == 0) {
+            Py_INCREF(value);
+            PyList_SetItem(entry, 0, value);
+            int differs = PyObject_RichCompareBool(text, PyList_GET_ITEM(entry, 1), Py_NE);
+            if (differs > 0) {
+                Py_INCREF(text);
+                PyList_SetItem(entry, 1, text);
+                rc = note_change(self, step, name, text);
+            }
+            else if (differs < 0) {
+                rc = -1;
+            }
+        }
+        Py_XDECREF(text);
+        Py_XDECREF(entry);
+        Py_DECREF(value);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Finish the frame's previous step: the line that just ran. */
+static int
+finish_step(Core *self, PyObject *frame, PyObject *step)
+{
+    PyObject *point = self->point;
+    long flags = PyLong_AsLong(PyTuple_GET_ITEM(point, 0));
+    if (flags == -1 && PyErr_Occurred())
+        return -1;
+    if (!flags)
+        return 0;
+    Py_INCREF(point);
+    int rc = 0;
+    PyObject *loc = PyFrame_GetLocals((PyFrameObject *)frame);
+    if (loc == NULL) {
+        Py_DECREF(point);
+        return -1;
+    }
+    int full = (flags & F_FULL) != 0;
+    if (!full && (flags & F_MUTATE)) {
+        Py_ssize_t size = PyObject_Size(loc);
+        if (size < 0)
+            rc = -1;
+        else
+            full = size != PyDict_GET_SIZE(self->snap);
+    }
+    if (rc == 0) {
+        if (full)
+            rc = call_method_void(self, s_rebind_all, loc, step, NULL, NULL);
+        else
+            rc = update_stores(self, loc, PyTuple_GET_ITEM(point, 1), step);
+    }
+    Py_DECREF(loc);
+    if (rc == 0 && PyDict_GET_SIZE(self->watch)) {
+        if (flags & F_HARD) {
+            rc = recheck(self, step);
+        }
+        else {
+            PyObject *inplace = PyTuple_GET_ITEM(point, 2);
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(inplace); i++) {
+                PyObject *entry = PyDict_GetItemWithError(self->snap, PyTuple_GET_ITEM(inplace, i));
+                if (entry == NULL) {
+                    if (PyErr_Occurred()) {
+                        rc = -1;
+                        break;
+                    }
+                    continue;
+                }
+                long kind = PyLong_AsLong(PyList_GET_ITEM(entry, 2));
+                if (kind != K_ID) {
+                    /* `x += ...` mutated a container in place (maybe aliased) */
+                    rc = (kind == -1 && PyErr_Occurred()) ? -1 : recheck(self, step);
+                    break;
+                }
+            }
+        }
+    }
+    Py_DECREF(point);
+    return rc;
+}
+
+/* The pending decisions of the previous step: loop exit, if/while outcome, one-line if. */
+static int
+settle(Core *self, PyObject *frame, long line, PyObject *line_obj, PyObject *off)
+{
+    PyObject *rev = self->rev_loop;
+    if (rev != Py_None) {
+        int inside = 0;
+        if ((PyObject *)Py_TYPE(rev) == self->loop_type) {
+            inside = line_within(rev, s_body_lo, s_body_hi, line);
+            if (inside < 0)
+                return -1;
+        }
+        if (inside)
+            SET_FIELD(self->rev_loop, Py_NewRef(Py_None)); /* the header check entered the body */
+        else if (call_method_void(self, s_resolve_rev, line_obj, off, NULL, NULL) < 0)
+            return -1;
+    }
+    PyObject *pending = self->cond_test;
+    if (pending != Py_None) {
+        int within = line_within(pending, s_lo, s_hi, line);
+        if (within < 0)
+            return -1;
+        if (!within) {
+            int body = line_within(pending, s_body_lo, s_body_hi, line);
+            if (body < 0 || PyObject_SetItem(self->cond_step, s_cond, body ? Py_True : Py_False) < 0)
+                return -1;
+            SET_FIELD(self->cond_test, Py_NewRef(Py_None));
+        }
+    }
+    if (self->inline_step != Py_None) {
+        int seen = PyObject_IsTrue(self->inline_seen);
+        if (seen < 0)
+            return -1;
+        if (seen && PyObject_SetItem(self->inline_step, s_cond, Py_False) < 0)
+            return -1;  /* the body's first instruction never ran */
+        SET_FIELD(self->inline_step, Py_NewRef(Py_None));
+        if (PyObject_SetAttr(frame, s_f_trace_opcodes, Py_False) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The next iteration of the innermost `for` loop (count_loops' common case, inlined). */
+static int
+next_iteration(Core *self, PyObject *new_step, PyObject *target, PyObject *index)
+{
+    PyObject *count = PyDict_GetItemWithError(self->counts, target);
+    if (count == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_KeyError, "loop not counted");
+        return -1;
+    }
+    PyObject *one = PyLong_FromLong(1);
+    PyObject *next = PyNumber_Add(count, one);
+    Py_DECREF(one);
+    if (next == NULL)
+        return -1;
+    if (PyDict_SetItem(self->counts, target, next) < 0) {
+        Py_DECREF(next);
+        return -1;
+    }
+    PyObject *loop_line = PyObject_GetAttr(target, s_line);
+    if (loop_line == NULL) {
+        Py_DECREF(next);
+        return -1;
+    }
+    PyObject *pair = PyTuple_Pack(2, loop_line, next);
+    Py_DECREF(loop_line);
+    Py_DECREF(next);
+    if (pair == NULL)
+        return -1;
+    PyObject *old = self->loops;
+    Py_ssize_t n = PyTuple_GET_SIZE(old);
+    Py_ssize_t keep = n > 1 ? n - 1 : 0;
+    PyObject *loops = PyTuple_New(keep + 1);
+    if (loops == NULL) {
+        Py_DECREF(pair);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < keep; i++)
+        PyTuple_SET_ITEM(loops, i, Py_NewRef(PyTuple_GET_ITEM(old, i)));
+    PyTuple_SET_ITEM(loops, keep, pair);
+    if (PyDict_SetItem(new_step, s_loops, loops) < 0 ||
+        PyDict_SetItem(self->template_, s_loops, loops) < 0) {
+        Py_DECREF(loops);
+        return -1;
+    }
+    SET_FIELD(self->loops, loops);
+    SET_FIELD(self->rev_loop, Py_NewRef(target));
+    SET_FIELD(self->rev_index, Py_NewRef(index));
+    SET_FIELD(self->rev_step, Py_NewRef(new_step));
+    SET_FIELD(self->rev_more, Py_NewRef(Py_None));
+    return 0;
+}
+
+/* One line event with a cached record (the frame has had a line before). New step, or NULL. */
+static PyObject *
+line_event(Core *self, PyObject *frame, PyObject *rec, PyObject *off)
+{
+    PyObject *point = PyTuple_GET_ITEM(rec, 0), *enc = PyTuple_GET_ITEM(rec, 1),
+             *special = PyTuple_GET_ITEM(rec, 2), *test = PyTuple_GET_ITEM(rec, 3),
+             *target = PyTuple_GET_ITEM(rec, 4), *index = PyTuple_GET_ITEM(rec, 5),
+             *line_obj = PyTuple_GET_ITEM(rec, 6);
+    long line = PyLong_AsLong(line_obj);
+    if (line == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *step = Py_NewRef(self->step);
+    SET_FIELD(self->raised, Py_NewRef(Py_False));
+    int rc = finish_step(self, frame, step);
+    if (rc == 0 && PyDict_CheckExact(step))
+        /* The previous step is complete but for rare late edits. Steps hold only ints, strs,
+         * bools, tuples and dicts of those, so they can never be part of a reference cycle:
+         * leaving them to the collector would make every young-generation collection during
+         * the call traverse the whole recent trace. (A late edit that stores a container
+         * tracks the dict again; that is harmless.) */
+        PyObject_GC_UnTrack(step);
+    Py_DECREF(step);
+    if (rc < 0 || settle(self, frame, line, line_obj, off) < 0)
+        return NULL;
+    PyObject *steps = TRACER_FIELD(self, steps);
+    if (steps == NULL)
+        return NULL;
+    PyObject *limit = TRACER_FIELD(self, limit);
+    if (limit == NULL) {
+        Py_DECREF(steps);
+        return NULL;
+    }
+    Py_ssize_t limit_v = PyLong_AsSsize_t(limit);
+    Py_DECREF(limit);
+    Py_ssize_t count = PyObject_Size(steps);
+    if ((limit_v == -1 && PyErr_Occurred()) || count < 0) {
+        Py_DECREF(steps);
+        return NULL;
+    }
+    if (count >= limit_v) {
+        PyObject *args[1] = {self->tr};
+        PyObject *done = PyObject_VectorcallMethod(s_check_caps, args, 1, NULL);
+        if (done == NULL) {
+            Py_DECREF(steps);
+            return NULL;
+        }
+        Py_DECREF(done);
+    }
+    PyObject *new_step = PyDict_Copy(self->template_);
+    if (new_step == NULL || PyDict_SetItem(new_step, s_line, line_obj) < 0)
+        goto fail;
+    int is_special = PyObject_IsTrue(special);
+    if (is_special < 0)
+        goto fail;
+    if (enc != self->enc || is_special) {
+        int common = target != Py_None && enc == self->enc && PyTuple_GET_SIZE(enc) > 0 &&
+                     PyTuple_GET_ITEM(enc, PyTuple_GET_SIZE(enc) - 1) == target;
+        if (common ? next_iteration(self, new_step, target, index) < 0
+                   : call_method_void(self, s_count_loops, line_obj, off, new_step, enc) < 0)
+            goto fail;
+    }
+    if (test != Py_None && self->cond_test == Py_None) {
+        PyObject *inline_obj = PyObject_GetAttr(test, s_inline);
+        int is_inline = inline_obj == NULL ? -1 : PyObject_IsTrue(inline_obj);
+        Py_XDECREF(inline_obj);
+        if (is_inline < 0)
+            goto fail;
+        if (!is_inline) {
+            SET_FIELD(self->cond_test, Py_NewRef(test));
+            SET_FIELD(self->cond_step, Py_NewRef(new_step));
+        }
+        else {
+            long lo;
+            if (int_attr(test, s_lo, &lo) < 0)
+                goto fail;
+            if (lo == line &&
+                call_method_void(self, s_start_inline, frame, test, new_step, NULL) < 0)
+                goto fail;
+        }
+    }
+    if (PyList_CheckExact(steps) ? PyList_Append(steps, new_step) < 0 : 1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "tracer.steps must be a list");
+        goto fail;
+    }
+    Py_DECREF(steps);
+    SET_FIELD(self->step, Py_NewRef(new_step));
+    SET_FIELD(self->off, Py_NewRef(off));
+    SET_FIELD(self->point, Py_NewRef(point));
+    return new_step;
+fail:
+    Py_DECREF(steps);
+    Py_XDECREF(new_step);
+    return NULL;
+}
+
+/* _Frame.local(frame, event, arg): everything but the common line event. */
+static PyObject *
+delegate(Core *self, PyObject *frame, PyObject *event, PyObject *arg)
+{
+    PyObject *stack[4] = {(PyObject *)self, frame, event, arg};
+    return PyObject_VectorcallMethod(s_local, stack, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+/* A line event of the frame this FrameCore traces. Returns the frame's next trace function. */
+static PyObject *
+handle_line(Core *self, PyObject *frame, PyObject *arg)
+{
+    if (self->step == Py_None || !PyFrame_Check(frame))
+        return delegate(self, frame, s_line, arg);
+    PyObject *stopped = TRACER_FIELD(self, stopped);
+    if (stopped == NULL)
+        return NULL;
+    int is_stopped = PyObject_IsTrue(stopped);
+    Py_DECREF(stopped);
+    if (is_stopped != 0)
+        return is_stopped < 0 ? NULL : delegate(self, frame, s_line, arg);
+    PyObject *off = PyLong_FromLong(PyFrame_GetLasti((PyFrameObject *)frame));
+    if (off == NULL)
+        return NULL;
+    PyObject *rec = PyDict_GetItemWithError(self->recs, off);
+    if (rec == NULL || !PyTuple_CheckExact(rec) || PyTuple_GET_SIZE(rec) != 7) {
+        Py_DECREF(off);
+        return PyErr_Occurred() ? NULL : delegate(self, frame, s_line, arg);
+    }
+    Py_INCREF(rec);
+    PyObject *new_step = line_event(self, frame, rec, off);
+    Py_DECREF(rec);
+    Py_DECREF(off);
+    if (new_step == NULL) {
+        /* As `local` does: TraceOverflow or a tracer bug ends tracing of this frame; the
+         * program never sees the exception. Anything else (KeyboardInterrupt) propagates. */
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return NULL;
+        PyObject *type, *exc, *traceback;
+        PyErr_Fetch(&type, &exc, &traceback);
+        PyErr_NormalizeException(&type, &exc, &traceback);
+        if (traceback != NULL)
+            PyException_SetTraceback(exc, traceback);
+        PyObject *result = call_method(self, s_abandon, frame, exc, NULL, NULL);
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(traceback);
+        return result;
+    }
+    Py_DECREF(new_step);
+    return Py_NewRef(self->fn);
+}
+
+/* Called as a Python trace function (by sys.settrace's trampoline). */
+static PyObject *
+core_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Core *self = (Core *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a trace function takes (frame, event, arg)");
+        return NULL;
+    }
+    PyObject *event = args[1];
+    if (event == s_line || (PyUnicode_Check(event) && PyUnicode_Compare(event, s_line) == 0))
+        return handle_line(self, args[0], args[2]);
+    return delegate(self, args[0], event, args[2]);
+}
+
+static PyObject *
+core_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    Core *self = (Core *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = core_vectorcall;
+#define INIT_NONE(f) self->f = Py_NewRef(Py_None);
+    CORE_FIELDS(INIT_NONE)
+#undef INIT_NONE
+    return (PyObject *)self;
+}
+
+static int
+core_traverse(Core *self, visitproc visit, void *arg)
+{
+#define VISIT(f) Py_VISIT(self->f);
+    CORE_FIELDS(VISIT)
+#undef VISIT
+    return 0;
+}
+
+static int
+core_clear(Core *self)
+{
+#define CLEAR(f) Py_CLEAR(self->f);
+    CORE_FIELDS(CLEAR)
+#undef CLEAR
+    return 0;
+}
+
+static void
+core_dealloc(Core *self)
+{
+    PyObject_GC_UnTrack(self);
+    core_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+tracer_core_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    TracerCore *self = (TracerCore *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+#define INIT_NONE(f) self->f = Py_NewRef(Py_None);
+    TRACER_FIELDS(INIT_NONE)
+#undef INIT_NONE
+    return (PyObject *)self;
+}
+
+static int
+tracer_core_traverse(TracerCore *self, visitproc visit, void *arg)
+{
+#define VISIT(f) Py_VISIT(self->f);
+    TRACER_FIELDS(VISIT)
+#undef VISIT
+    return 0;
+}
+
+static int
+tracer_core_clear(TracerCore *self)
+{
+#define CLEAR(f) Py_CLEAR(self->f);
+    TRACER_FIELDS(CLEAR)
+#undef CLEAR
+    return 0;
+}
+
+static void
+tracer_core_dealloc(TracerCore *self)
+{
+    PyObject_GC_UnTrack(self);
+    tracer_core_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef tracer_core_members[] = {
+#define MEMBER(f) {#f, T_OBJECT, offsetof(TracerCore, f), 0, NULL},
+    TRACER_FIELDS(MEMBER)
+#undef MEMBER
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject TracerCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_tracecore.TracerCore",
+    .tp_doc = "The fields of tracer.Tracer its line-event fast path uses (base of Tracer).",
+    .tp_basicsize = sizeof(TracerCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = tracer_core_new,
+    .tp_dealloc = (destructor)tracer_core_dealloc,
+    .tp_traverse = (traverseproc)tracer_core_traverse,
+    .tp_clear = (inquiry)tracer_core_clear,
+    .tp_members = tracer_core_members,
+};
+
+static PyMemberDef core_members[] = {
+#define MEMBER(f) {#f, T_OBJECT, offsetof(Core, f), 0, NULL},
+    CORE_FIELDS(MEMBER)
+#undef MEMBER
+    {"template", T_OBJECT, offsetof(Core, template_), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_tracecore.FrameCore",
+    .tp_doc = "Fields and line-event fast path of a traced frame (base of tracer._Frame).",
+    .tp_basicsize = sizeof(Core),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+                Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_new = core_new,
+    .tp_dealloc = (destructor)core_dealloc,
+    .tp_traverse = (traverseproc)core_traverse,
+    .tp_clear = (inquiry)core_clear,
+    .tp_members = core_members,
+    .tp_vectorcall_offset = offsetof(Core, vectorcall),
+    .tp_call = PyVectorcall_Call,
+};
+
+/* The C-level trace function installed by settrace(hook): what sys.settrace's trampoline does
+ * (the hook gets `call` events, a frame's f_trace the others, a non-None result becomes the
+ * frame's f_trace, an error removes the trace function), without its copy of the fast locals
+ * into f_locals before each callback and back after it, and with line events of a FrameCore
+ * handled without a Python-level call. sys.gettrace() returns the hook. */
+static PyObject *event_names[8];
+
+static void
+clear_f_trace(PyObject *frame)
+{
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (PyObject_SetAttr(frame, s_f_trace, Py_None) < 0)
+        PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+}
+
+static int
+dispatch(PyObject *hook, PyFrameObject *frame_obj, int what, PyObject *arg)
+{
+    PyObject *frame = (PyObject *)frame_obj, *callback;
+    if (arg == NULL)
+        arg = Py_None;
+    if (what < 0 || what >= 8)
+        return 0;
+    if (what == PyTrace_CALL) {
+        callback = Py_NewRef(hook);
+    }
+    else {
+        callback = PyObject_GetAttr(frame, s_f_trace);
+        if (callback == NULL)
+            return -1;
+        if (callback == Py_None) {
+            Py_DECREF(callback);
+            return 0;
+        }
+    }
+    PyObject *result;
+    if (what == PyTrace_LINE && Py_TYPE(callback)->tp_vectorcall_offset == offsetof(Core, vectorcall) &&
+        PyObject_TypeCheck(callback, &CoreType)) {
+        result = handle_line((Core *)callback, frame, arg);
+    }
+    else {
+        PyObject *stack[3] = {frame, event_names[what], arg};
+        result = PyObject_Vectorcall(callback, stack, 3, NULL);
+    }
+    if (result == NULL) {
+        Py_DECREF(callback);
+        PyEval_SetTrace(NULL, NULL);
+        clear_f_trace(frame);
+        return -1;
+    }
+    int rc = 0;
+    if (result != Py_None && result != callback)
+        rc = PyObject_SetAttr(frame, s_f_trace, result);
+    Py_DECREF(result);
+    Py_DECREF(callback);
+    return rc;
+}
+
+static PyObject *
+settrace(PyObject *module, PyObject *hook)
+{
+    if (hook == Py_None)
+        PyEval_SetTrace(NULL, NULL);
+    else
+        PyEval_SetTrace(dispatch, hook);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Python 3.11 does not pass the vectorcall flag on to mutable subclasses (3.12 does); without
+ * it every call of a _Frame goes through an argument tuple. Safe when the subclass keeps the
+ * base's __call__ and vectorcall slot, which is checked. */
+static PyObject *
+enable_vectorcall(PyObject *module, PyObject *cls)
+{
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &CoreType)) {
+        PyErr_SetString(PyExc_TypeError, "expected a subclass of FrameCore");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)cls;
+    if (type->tp_call == PyVectorcall_Call &&
+        type->tp_vectorcall_offset == offsetof(Core, vectorcall)) {
+        type->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
+        PyType_Modified(type);
+        Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"settrace", settrace, METH_O,
+     "Like sys.settrace(hook), dispatching line events of FrameCore frames in C."},
+    {"enable_vectorcall", enable_vectorcall, METH_O,
+     "Let a subclass of FrameCore be called without an argument tuple; True if done."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_tracecore",
+    "C fast path of the sandbox tracer's line events (see tracer.py).", -1, module_methods,
+};
+
+#define INTERN(var, text)                                 \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) \
+        return NULL;
+
+PyMODINIT_FUNC
+PyInit__tracecore(void)
+{
+    INTERN(s_line, "line") INTERN(s_local, "local") INTERN(s_stopped, "stopped")
+    INTERN(s_store, "store") INTERN(s_rebind_all, "rebind_all")
+    INTERN(s_count_loops, "count_loops") INTERN(s_resolve_rev, "resolve_rev")
+    INTERN(s_start_inline, "start_inline") INTERN(s_abandon, "abandon")
+    INTERN(s_check_caps, "check_caps") INTERN(s_steps, "steps") INTERN(s_limit, "limit")
+    INTERN(s_size, "size") INTERN(s_render, "render") INTERN(s_text, "text")
+    INTERN(s_bound, "bound") INTERN(s_with_fingerprint, "with_fingerprint")
+    INTERN(s_changes, "changes") INTERN(s_cond, "cond") INTERN(s_loops, "loops")
+    INTERN(s_f_trace_opcodes, "f_trace_opcodes") INTERN(s_body_lo, "body_lo")
+    INTERN(s_body_hi, "body_hi") INTERN(s_lo, "lo") INTERN(s_hi, "hi")
+    INTERN(s_inline, "inline") INTERN(s_recheck_foreign, "recheck_foreign")
+    INTERN(s_f_trace, "f_trace")
+    INTERN(event_names[PyTrace_CALL], "call") INTERN(event_names[PyTrace_EXCEPTION], "exception")
+    INTERN(event_names[PyTrace_LINE], "line") INTERN(event_names[PyTrace_RETURN], "return")
+    INTERN(event_names[PyTrace_C_CALL], "c_call")
+    INTERN(event_names[PyTrace_C_EXCEPTION], "c_exception")
+    INTERN(event_names[PyTrace_C_RETURN], "c_return") INTERN(event_names[PyTrace_OPCODE], "opcode")
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&TracerCoreType) < 0)
+        return NULL;
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(module, "FrameCore", (PyObject *)&CoreType) < 0 ||
+        PyModule_AddObjectRef(module, "TracerCore", (PyObject *)&TracerCoreType) < 0 ||
+        PyModule_AddIntConstant(module, "ABI", CORE_ABI) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,156 @@
+"""The tracer's two line handlers, the C fast path and pure Python, give identical traces.
+
+The in-process tests of test_tracer.py and test_tracer_adversarial.py run under both engines
+(conftest.py); here: the build itself, the fallback when the extension is missing, and the two
+engines side by side in the sandbox on synthesized and benchmark programs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from codereasoner import values
+from codereasoner.benchmarks.reval import case_program as reval_program
+from codereasoner.execution import Call, Pool, Program, TraceOptions, parse_call
+from codereasoner.synth.generators.offline import OfflineGenerator
+from codereasoner.trace import trace_batches
+from tests.conftest import SHARED_DATA
+from tests.trace import load_flat
+from tests.trace.test_tracer import _ProgramGenerator, load
+
+tracer = load_flat("tracer")
+CORE = SHARED_DATA / "core" / "core_qa.json"
+REVAL = SHARED_DATA / "reval" / "DREval_data.jsonl"
+
+
+def test_the_c_fast_path_is_built_and_chosen_by_default() -> None:
+    assert tracer.ACCELERATOR is not None, "pip install -e . builds _tracecore (needs gcc)"
+    assert tracer.Tracer().accelerated
+    assert tracer.Tracer(engine="c").accelerated
+    assert not tracer.Tracer(engine="python").accelerated
+    with pytest.raises(ValueError, match="engine must be one of"):
+        tracer.Tracer(engine="fast")
+    with pytest.raises(ValueError, match="engine must be"):
+        TraceOptions(engine="fast")
+
+
+def test_sandbox_workers_load_the_c_fast_path(pool: Pool) -> None:
+    assert pool.worker_info["tracer_engine"] == "c"
+
+
+def _module_without_extension(tmp_path: Path) -> ModuleType:
+    """tracer.py loaded from a folder with no _tracecore build beside it."""
+    shutil.copyfile(Path(tracer.__file__), tmp_path / "tracer.py")
+    spec = importlib.util.spec_from_file_location("tracer_without_core", tmp_path / "tracer.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def _args(seed: int) -> tuple:
+    return (seed % 5, seed % 3 - 1, [seed % 7, 2])  # fresh: the programs mutate the list
+
+
+def test_without_the_extension_the_tracer_runs_in_pure_python_with_identical_traces(
+    tmp_path: Path,
+) -> None:
+    pure = _module_without_extension(tmp_path)
+    assert pure.ACCELERATOR is None
+    assert pure._Frame.__mro__[1] is object  # a plain class with all its fields as slots
+    assert not pure.Tracer().accelerated
+    with pytest.raises(ValueError, match="not built"):
+        pure.Tracer(engine="c")
+    for seed in range(120):
+        source = _ProgramGenerator(seed).program()
+        fast = tracer.Tracer(source=source, engine="c").call(load(source)[1], _args(seed), {})
+        slow = pure.Tracer(source=source).call(load(source)[1], _args(seed), {})
+        assert fast == slow, f"seed {seed}:\n{source}"
+        assert fast["steps"], source
+
+
+REINSTALL = """\
+import sys
+
+def f(n):
+    xs = []
+    for i in range(n):
+        if i == 2:
+            sys.settrace(sys.gettrace())
+        xs.append(i * i)
+    total = sum(xs)
+    return total
+"""
+
+
+def test_a_program_reinstalling_the_hook_keeps_an_identical_trace() -> None:
+    """After ``sys.settrace(sys.gettrace())`` the C engine's frames are called through Python's
+    own trampoline; nothing may change."""
+    fast = tracer.Tracer(source=REINSTALL, engine="c").call(load(REINSTALL)[1], (5,), {})
+    slow = tracer.Tracer(source=REINSTALL, engine="python").call(load(REINSTALL)[1], (5,), {})
+    assert fast == slow
+    assert not fast["partial"] and fast["return"] == "30"
+    assert [step["line"] for step in fast["steps"]].count(8) == 5
+
+
+def _synthesized(count: int) -> list[tuple[Program, list[Call]]]:
+    generator = OfflineGenerator(seed=11)
+    work = []
+    for index in range(count):
+        candidate = generator.generate(index)
+        work.append((Program(candidate.code), [parse_call(f"f({candidate.input_repr})")]))
+    return work
+
+
+def _benchmark_work() -> list[tuple[Program, list[Call]]]:
+    work: list[tuple[Program, list[Call]]] = []
+    if CORE.exists():
+        for record in json.loads(CORE.read_text()):
+            entry = record["meta_data"]["func_name"]
+            program = Program(record["source_code"], entry=entry, preamble="from typing import *")
+            work.append((program, [Call(entry, tuple(values.parse("[" + record["input"] + "]")))]))
+    if REVAL.exists():
+        for line in REVAL.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                for case in row["inputs"]:
+                    work.append((reval_program(row, case), [Call("__reval_case__")]))
+    return work
+
+
+def _traces(pool: Pool, work: list, engine: str) -> list[dict | None]:
+    options = TraceOptions(engine=engine, finish_untraced=True, max_steps=3_000)
+    return [
+        traced.result.trace for results in trace_batches(pool, work, options) for traced in results
+    ]
+
+
+def test_both_engines_trace_synthesized_programs_identically_in_the_sandbox(pool: Pool) -> None:
+    work = _synthesized(400)
+    fast, slow = _traces(pool, work, "c"), _traces(pool, work, "python")
+    assert sum(trace is not None and bool(trace["steps"]) for trace in fast) >= 390
+    for (program, _), one, other in zip(work, fast, slow, strict=True):
+        assert one == other, program.source
+
+
+@pytest.mark.skipif(not CORE.exists(), reason="shared benchmark data not available")
+def test_both_engines_trace_core_and_reval_programs_identically_in_the_sandbox(
+    pool: Pool,
+) -> None:
+    work = _benchmark_work()
+    fast, slow = _traces(pool, work, "c"), _traces(pool, work, "python")
+    assert sum(trace is not None for trace in fast) >= 1_000
+    differ = [program.source[:200] for (program, _), one, other in zip(work, fast, slow,
+              strict=True) if one != other]  # fmt: skip
+    assert not differ, "\n---\n".join(differ[:3])
