@@ -154,3 +154,35 @@ def test_both_engines_trace_core_and_reval_programs_identically_in_the_sandbox(
     differ = [program.source[:200] for (program, _), one, other in zip(work, fast, slow,
               strict=True) if one != other]  # fmt: skip
     assert not differ, "\n---\n".join(differ[:3])
+
+
+FLIP = """\
+def f(xs, big):
+    for i in range(4):
+        xs.append(i)
+        xs.pop()
+        xs.extend(big)
+        del xs[len(xs) - len(big):]
+        xs[0] = xs[0]
+        xs[0] = -xs[0]
+    return xs
+"""
+
+
+def test_containers_changing_back_and_forth_are_seen_by_both_engines() -> None:
+    """A list that changes and changes back (also across the size cap), so that a stale record
+    of its former items would hide a change: every change shows, identically in both engines."""
+    traces = {
+        engine: tracer.Tracer(source=FLIP, max_value_chars=24, engine=engine).call(
+            load(FLIP)[1], ([1, 2], list(range(20))), {}
+        )
+        for engine in ("c", "python")
+    }
+    assert traces["c"] == traces["python"]
+    changes = [step["changes"]["xs"] for step in traces["c"]["steps"] if "xs" in step.get("changes", {})]
+    expected = []
+    for i, sign in zip(range(4), (-1, 1, -1, 1), strict=True):
+        first = -sign
+        expected += [f"[{first}, 2, {i}]", f"[{first}, 2]", "<list of 22 items, too large>"]
+        expected += [f"[{first}, 2]", f"[{-first}, 2]"]
+    assert changes == expected

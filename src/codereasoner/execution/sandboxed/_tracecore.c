@@ -35,10 +35,11 @@ typedef struct {
         *loops, *off, *fn, *max_chars, *missing, *loop_type;
 } Core;
 
-#define CORE_FIELDS(X)                                                                         \
+#define CORE_FIELDS_BUT_FN(X)                                                                  \
     X(tr) X(recs) X(step) X(raised) X(point) X(snap) X(watch) X(rev_loop) X(rev_index)         \
     X(rev_step) X(rev_more) X(cond_test) X(cond_step) X(inline_step) X(inline_seen)            \
-    X(template_) X(enc) X(counts) X(loops) X(off) X(fn) X(max_chars) X(missing) X(loop_type)
+    X(template_) X(enc) X(counts) X(loops) X(off) X(max_chars) X(missing) X(loop_type)
+#define CORE_FIELDS(X) CORE_FIELDS_BUT_FN(X) X(fn)
 
 /* The fields of tracer.Tracer the hot path reads or updates on every event. */
 typedef struct {
@@ -53,7 +54,7 @@ static PyTypeObject TracerCoreType;
 static PyObject *s_line, *s_local, *s_stopped, *s_store, *s_rebind_all, *s_count_loops,
     *s_resolve_rev, *s_start_inline, *s_abandon, *s_check_caps, *s_steps, *s_limit, *s_size,
     *s_render, *s_text, *s_bound, *s_with_fingerprint, *s_changes, *s_cond, *s_loops,
-    *s_f_trace_opcodes, *s_body_lo, *s_body_hi, *s_lo, *s_hi, *s_inline, *s_recheck_foreign, *s_f_trace;
+    *s_f_trace_opcodes, *s_body_lo, *s_body_hi, *s_lo, *s_hi, *s_inline, *s_recheck_foreign, *s_f_trace, *s_bind, *s_drop_missing;
 
 /* A Tracer field: read directly when the tracer is a TracerCore, else as an attribute. */
 static PyObject *
@@ -166,6 +167,105 @@ reported(PyObject *name)
     return PyUnicode_CompareWithASCIIString(name, "__class__") != 0;
 }
 
+static int is_atom(PyObject *value);
+
+/* Shallow snapshots: a list, dict or set whose items are all atoms (immutable) is unchanged
+ * exactly when it holds the same item objects in the same order; its marshal fingerprint is then
+ * unchanged too, so re-checking it needs pointer comparisons instead of a fingerprint. The
+ * snapshot is a tuple (container, items...) (dicts: keys and values alternating), holding
+ * references so that no address can be reused; it rides as a 5th element of the watch entry
+ * (the Python code uses only the first four, and a new binding makes a new entry). */
+static int
+snapshot_walk(PyObject *container, PyObject *snapshot, PyObject **items_out)
+{
+    /* Compare (snapshot != NULL) or collect (items_out: a new list) the items of container.
+     * Returns 1 if equal / collected with atoms only, 0 otherwise, -1 on error. */
+    PyObject *items = NULL;
+    Py_ssize_t at = 1;
+    if (items_out != NULL) {
+        items = PyList_New(0);
+        if (items == NULL || PyList_Append(items, container) < 0) {
+            Py_XDECREF(items);
+            return -1;
+        }
+    }
+#define OFFER(item)                                                                   \
+    do {                                                                              \
+        if (snapshot != NULL) {                                                       \
+            if (at >= PyTuple_GET_SIZE(snapshot) || PyTuple_GET_ITEM(snapshot, at) != (item)) \
+                return 0;                                                             \
+            at++;                                                                     \
+        }                                                                             \
+        else if (!is_atom(item)) {                                                    \
+            Py_DECREF(items);                                                         \
+            return 0;                                                                 \
+        }                                                                             \
+        else if (PyList_Append(items, (item)) < 0) {                                  \
+            Py_DECREF(items);                                                         \
+            return -1;                                                                \
+        }                                                                             \
+    } while (0)
+    if (PyList_CheckExact(container)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(container); i++)
+            OFFER(PyList_GET_ITEM(container, i));
+    }
+    else if (PyDict_CheckExact(container)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(container, &pos, &key, &value)) {
+            OFFER(key);
+            OFFER(value);
+        }
+    }
+    else {
+        return 0;
+    }
+#undef OFFER
+    if (snapshot != NULL)
+        return at == PyTuple_GET_SIZE(snapshot);
+    *items_out = items;
+    return 1;
+}
+
+/* Unchanged since the snapshot in entry[4]: 1, else 0. */
+static int
+snapshot_holds(PyObject *entry, PyObject *value)
+{
+    if (PyList_GET_SIZE(entry) != 5)
+        return 0;
+    PyObject *snapshot = PyList_GET_ITEM(entry, 4);
+    if (!PyTuple_CheckExact(snapshot) || PyTuple_GET_SIZE(snapshot) == 0 ||
+        PyTuple_GET_ITEM(snapshot, 0) != value)
+        return 0;
+    return snapshot_walk(value, snapshot, NULL);
+}
+
+/* Store a snapshot of value in entry[4], or drop a stale one. */
+static int
+snapshot_take(PyObject *entry, PyObject *value)
+{
+    PyObject *items = NULL;
+    int atoms = snapshot_walk(value, NULL, &items);
+    if (atoms < 0)
+        return -1;
+    if (!atoms)
+        return PyList_GET_SIZE(entry) > 4 ? PyList_SetSlice(entry, 4, PyList_GET_SIZE(entry), NULL)
+                                           : 0;
+    PyObject *snapshot = PyList_AsTuple(items);
+    Py_DECREF(items);
+    if (snapshot == NULL)
+        return -1;
+    int rc;
+    if (PyList_GET_SIZE(entry) == 4) {
+        rc = PyList_Append(entry, snapshot);
+        Py_DECREF(snapshot);
+    }
+    else {
+        rc = PyList_SetItem(entry, 4, snapshot);
+    }
+    return rc;
+}
+
 /* _Frame.recheck: look for in-place changes of the watched containers and objects. */
 static int
 recheck(Core *self, PyObject *step)
@@ -192,7 +292,7 @@ recheck(Core *self, PyObject *step)
         PyObject *pair = PyList_GET_ITEM(items, i);
         PyObject *name = PyTuple_GET_ITEM(pair, 0);
         PyObject *entry = PyTuple_GET_ITEM(pair, 1);
-        if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) != 4 || !PyUnicode_Check(name)) {
+        if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) < 4 || !PyUnicode_Check(name)) {
             PyErr_SetString(PyExc_TypeError, "malformed watch entry");
             rc = -1;
             break;
@@ -224,7 +324,8 @@ recheck(Core *self, PyObject *step)
                     continue;
                 }
                 PyObject *size_obj = PyLong_FromSsize_t(size);
-                if (size_obj == NULL || PyList_SetItem(entry, 3, size_obj) < 0) {
+                if (size_obj == NULL || PyList_SetItem(entry, 3, size_obj) < 0 ||
+                    PyList_SetSlice(entry, 4, PyList_GET_SIZE(entry), NULL) < 0) {
                     Py_DECREF(value);
                     rc = -1;
                     break;
@@ -233,6 +334,15 @@ recheck(Core *self, PyObject *step)
                                             Py_TYPE(value)->tp_name, size);
             }
             else {
+                int holds = snapshot_holds(entry, value);
+                if (holds != 0) {
+                    Py_DECREF(value);
+                    if (holds < 0) {
+                        rc = -1;
+                        break;
+                    }
+                    continue;
+                }
                 PyObject *fp = PyMarshal_WriteObjectToString(value, 2);
                 if (fp == NULL) {
                     if (!PyErr_ExceptionMatches(PyExc_ValueError) &&
@@ -247,6 +357,8 @@ recheck(Core *self, PyObject *step)
                 }
                 else {
                     int same = PyObject_RichCompareBool(fp, PyList_GET_ITEM(entry, 3), Py_EQ);
+                    if (same > 0 && snapshot_take(entry, value) < 0)
+                        same = -1;
                     if (same != 0) {
                         Py_DECREF(fp);
                         Py_DECREF(value);
@@ -258,7 +370,7 @@ recheck(Core *self, PyObject *step)
                     }
                 }
                 Py_INCREF(fp);
-                if (PyList_SetItem(entry, 3, fp) < 0) {
+                if (PyList_SetItem(entry, 3, fp) < 0 || snapshot_take(entry, value) < 0) {
                     Py_DECREF(fp);
                     Py_DECREF(value);
                     rc = -1;
@@ -318,6 +430,82 @@ atom_text(Core *self, PyObject *value, long max_chars)
         return text;
     }
     return NULL;
+}
+
+static int
+is_atom(PyObject *value)
+{
+    PyTypeObject *type = Py_TYPE(value);
+    return type == &PyLong_Type || type == &PyUnicode_Type || type == &PyFloat_Type ||
+           type == &PyBool_Type || type == Py_TYPE(Py_None) || type == &PyBytes_Type ||
+           type == &PyComplex_Type;
+}
+
+/* _Frame.rebind_all: every local may have been rebound (after a call, an exception, ...). */
+static int
+rebind_all(Core *self, PyObject *loc, PyObject *step)
+{
+    if (!PyDict_CheckExact(loc) || !PyDict_CheckExact(self->snap))
+        return call_method_void(self, s_rebind_all, loc, step, NULL, NULL);
+    long max_chars = PyLong_AsLong(self->max_chars);
+    if (max_chars == -1 && PyErr_Occurred())
+        return -1;
+    Py_ssize_t pos = 0;
+    PyObject *name, *value;
+    int rc = 0;
+    while (rc == 0 && PyDict_Next(loc, &pos, &name, &value)) {
+        PyObject *entry = PyDict_GetItemWithError(self->snap, name);
+        if (entry == NULL && PyErr_Occurred())
+            return -1;
+        if (entry != NULL && PyList_GET_ITEM(entry, 0) == value)
+            continue;
+        Py_INCREF(name);
+        Py_INCREF(value);
+        Py_XINCREF(entry);
+        long kind = entry == NULL ? -1 : PyLong_AsLong(PyList_GET_ITEM(entry, 2));
+        if (kind == -1 && PyErr_Occurred()) {
+            rc = -1;
+        }
+        else if (kind == K_ID && is_atom(value)) {
+            /* an atom replaced by an atom: reuse the entry */
+            PyObject *text = atom_text(self, value, max_chars);
+            if (text == NULL && !PyErr_Occurred()) {
+                PyObject *render = TRACER_FIELD(self, render);
+                if (render != NULL) {
+                    PyObject *args[2] = {render, value};
+                    text = PyObject_VectorcallMethod(s_text, args, 2, NULL);
+                    Py_DECREF(render);
+                }
+            }
+            if (text == NULL) {
+                rc = -1;
+            }
+            else {
+                Py_INCREF(value);
+                PyList_SetItem(entry, 0, value);
+                int differs = PyObject_RichCompareBool(text, PyList_GET_ITEM(entry, 1), Py_NE);
+                if (differs > 0) {
+                    Py_INCREF(text);
+                    PyList_SetItem(entry, 1, text);
+                    if (reported(name))
+                        rc = note_change(self, step, name, text);
+                }
+                else if (differs < 0) {
+                    rc = -1;
+                }
+                Py_DECREF(text);
+            }
+        }
+        else {
+            rc = call_method_void(self, s_bind, name, value, entry ? entry : Py_None, step);
+        }
+        Py_XDECREF(entry);
+        Py_DECREF(value);
+        Py_DECREF(name);
+    }
+    if (rc == 0 && PyDict_GET_SIZE(self->snap) > PyDict_GET_SIZE(loc))
+        rc = call_method_void(self, s_drop_missing, loc, step, NULL, NULL);
+    return rc;
 }
 
 /* The stored-to names of the line that just ran: record those rebound. */
@@ -419,7 +607,7 @@ finish_step(Core *self, PyObject *frame, PyObject *step)
     }
     if (rc == 0) {
         if (full)
-            rc = call_method_void(self, s_rebind_all, loc, step, NULL, NULL);
+            rc = rebind_all(self, loc, step);
         else
             rc = update_stores(self, loc, PyTuple_GET_ITEM(point, 1), step);
     }
@@ -693,7 +881,7 @@ handle_line(Core *self, PyObject *frame, PyObject *arg)
         return result;
     }
     Py_DECREF(new_step);
-    return Py_NewRef(self->fn);
+    return Py_NewRef(self->fn == Py_None ? (PyObject *)self : self->fn);
 }
 
 /* Called as a Python trace function (by sys.settrace's trampoline). */
@@ -808,9 +996,53 @@ static PyTypeObject TracerCoreType = {
     .tp_members = tracer_core_members,
 };
 
+/* `fn`, what the frame's trace function returns: None stands for the FrameCore itself, so that
+ * a frame's state is not a reference cycle (left to the cyclic collector, each would cost
+ * microseconds). */
+static PyObject *
+core_get_fn(Core *self, void *closure)
+{
+    return Py_NewRef(self->fn == Py_None ? (PyObject *)self : self->fn);
+}
+
+static int
+core_set_fn(Core *self, PyObject *value, void *closure)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "fn cannot be deleted");
+        return -1;
+    }
+    SET_FIELD(self->fn, Py_NewRef(value == (PyObject *)self ? Py_None : value));
+    return 0;
+}
+
+static PyObject *
+core_finish(Core *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "finish(frame, step)");
+        return NULL;
+    }
+    if (finish_step(self, args[0], args[1]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef core_methods[] = {
+    {"finish", (PyCFunction)(void (*)(void))core_finish, METH_FASTCALL,
+     "finish(frame, step): record in step what the frame's latest line changed (_Frame.update "
+     "on frame.f_locals)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef core_getset[] = {
+    {"fn", (getter)core_get_fn, (setter)core_set_fn, "the frame's trace function", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMemberDef core_members[] = {
 #define MEMBER(f) {#f, T_OBJECT, offsetof(Core, f), 0, NULL},
-    CORE_FIELDS(MEMBER)
+    CORE_FIELDS_BUT_FN(MEMBER)
 #undef MEMBER
     {"template", T_OBJECT, offsetof(Core, template_), 0, NULL},
     {NULL, 0, 0, 0, NULL},
@@ -828,6 +1060,8 @@ static PyTypeObject CoreType = {
     .tp_traverse = (traverseproc)core_traverse,
     .tp_clear = (inquiry)core_clear,
     .tp_members = core_members,
+    .tp_getset = core_getset,
+    .tp_methods = core_methods,
     .tp_vectorcall_offset = offsetof(Core, vectorcall),
     .tp_call = PyVectorcall_Call,
 };
@@ -955,7 +1189,7 @@ PyInit__tracecore(void)
     INTERN(s_f_trace_opcodes, "f_trace_opcodes") INTERN(s_body_lo, "body_lo")
     INTERN(s_body_hi, "body_hi") INTERN(s_lo, "lo") INTERN(s_hi, "hi")
     INTERN(s_inline, "inline") INTERN(s_recheck_foreign, "recheck_foreign")
-    INTERN(s_f_trace, "f_trace")
+    INTERN(s_f_trace, "f_trace") INTERN(s_bind, "bind") INTERN(s_drop_missing, "drop_missing")
     INTERN(event_names[PyTrace_CALL], "call") INTERN(event_names[PyTrace_EXCEPTION], "exception")
     INTERN(event_names[PyTrace_LINE], "line") INTERN(event_names[PyTrace_RETURN], "return")
     INTERN(event_names[PyTrace_C_CALL], "c_call")

@@ -147,7 +147,8 @@ _NO_OFFSETS: frozenset[int] = frozenset()
 _METHOD = types.MethodType
 _dumps = marshal.dumps
 
-# Entry layout for one tracked local: [value, text, kind, extra].
+# Entry layout for one tracked local: [value, text, kind, extra]; the C fast path may append a
+# 5th element (a snapshot of the items), which any change of `extra` here must drop.
 _ID, _FOREIGN, _FP = 0, 1, 2  # identity only / identity + type / marshal fingerprint
 
 
@@ -821,8 +822,13 @@ class _Frame(_FrameBase):
                     continue
             self.bind(name, value, entry, step)
         if len(snap) > len(loc):
-            for name in [name for name in snap if name not in loc]:
-                self.bind(name, _MISSING, snap[name], step)
+            self.drop_missing(loc, step)
+
+    def drop_missing(self, loc, step: dict) -> None:
+        """Names tracked but no longer in the frame's locals were deleted."""
+        snap = self.snap
+        for name in [name for name in snap if name not in loc]:
+            self.bind(name, _MISSING, snap[name], step)
 
     def recheck(self, step: dict) -> None:
         """Look for in-place changes of the tracked containers and objects."""
@@ -841,6 +847,7 @@ class _Frame(_FrameBase):
                     if size == entry[3]:
                         continue
                     entry[3] = size
+                    del entry[4:]  # the C fast path's snapshot (see _tracecore.c) is stale
                     text = f"<{type(value).__name__} of {size} items, too large>"
                 else:
                     try:  # _fingerprint, inlined
@@ -850,6 +857,7 @@ class _Frame(_FrameBase):
                     if fp is not None and fp == entry[3]:
                         continue
                     entry[3] = fp
+                    del entry[4:]
                     text = render.with_fingerprint(value, fp)
             if text != entry[1]:
                 entry[1] = text
@@ -1214,7 +1222,10 @@ class _Frame(_FrameBase):
         # Since the latest line event only the rest of that line ran (a Python call or an
         # exception since then has made the point _FULL_POINT).
         if self.point[0]:
-            self.update(frame.f_locals, step)
+            if tr.accelerated:
+                self.finish(frame, step)  # type: ignore[attr-defined]  # FrameCore.finish
+            else:
+                self.update(frame.f_locals, step)
         self.point = _NO_POINT
         off = frame.f_lasti
         info = self.info
