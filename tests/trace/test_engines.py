@@ -179,7 +179,9 @@ def test_containers_changing_back_and_forth_are_seen_by_both_engines() -> None:
         for engine in ("c", "python")
     }
     assert traces["c"] == traces["python"]
-    changes = [step["changes"]["xs"] for step in traces["c"]["steps"] if "xs" in step.get("changes", {})]
+    changes = [
+        step["changes"]["xs"] for step in traces["c"]["steps"] if "xs" in step.get("changes", {})
+    ]
     expected = []
     for i, sign in zip(range(4), (-1, 1, -1, 1), strict=True):
         first = -sign
