@@ -54,7 +54,7 @@ static PyTypeObject TracerCoreType;
 static PyObject *s_line, *s_local, *s_stopped, *s_store, *s_rebind_all, *s_count_loops,
     *s_resolve_rev, *s_start_inline, *s_abandon, *s_check_caps, *s_steps, *s_limit, *s_size,
     *s_render, *s_text, *s_bound, *s_with_fingerprint, *s_changes, *s_cond, *s_loops,
-    *s_f_trace_opcodes, *s_body_lo, *s_body_hi, *s_lo, *s_hi, *s_inline, *s_recheck_foreign, *s_f_trace, *s_bind, *s_drop_missing;
+    *s_f_trace_opcodes, *s_body_lo, *s_body_hi, *s_lo, *s_hi, *s_inline, *s_recheck_foreign, *s_f_trace, *s_bind, *s_drop_missing, *s_first_step;
 
 /* A Tracer field: read directly when the tracer is a TracerCore, else as an attribute. */
 static PyObject *
@@ -735,17 +735,49 @@ next_iteration(Core *self, PyObject *new_step, PyObject *target, PyObject *index
     return 0;
 }
 
-/* One line event with a cached record (the frame has had a line before). New step, or NULL. */
+static PyObject *next_step(Core *self, PyObject *frame, long line, PyObject *line_obj,
+                           PyObject *off, PyObject **new_step_out);
+static PyObject *record_step(Core *self, PyObject *frame, PyObject *rec, PyObject *off, long line,
+                             PyObject *steps, PyObject *new_step);
+
+/* One line event with a cached record. Returns the new step, or NULL. */
 static PyObject *
 line_event(Core *self, PyObject *frame, PyObject *rec, PyObject *off)
 {
-    PyObject *point = PyTuple_GET_ITEM(rec, 0), *enc = PyTuple_GET_ITEM(rec, 1),
-             *special = PyTuple_GET_ITEM(rec, 2), *test = PyTuple_GET_ITEM(rec, 3),
-             *target = PyTuple_GET_ITEM(rec, 4), *index = PyTuple_GET_ITEM(rec, 5),
-             *line_obj = PyTuple_GET_ITEM(rec, 6);
+    PyObject *line_obj = PyTuple_GET_ITEM(rec, 6);
     long line = PyLong_AsLong(line_obj);
     if (line == -1 && PyErr_Occurred())
         return NULL;
+    PyObject *steps = NULL, *new_step = NULL;
+    if (self->step == Py_None) {
+        /* The frame's first line: its arguments (first_step also checks the caps). */
+        new_step = call_method(self, s_first_step, frame, line_obj, NULL, NULL);
+        if (new_step == NULL)
+            return NULL;
+        if (!PyDict_CheckExact(new_step)) {
+            PyErr_SetString(PyExc_TypeError, "first_step must return a dict");
+            Py_DECREF(new_step);
+            return NULL;
+        }
+        steps = TRACER_FIELD(self, steps);
+        if (steps == NULL) {
+            Py_DECREF(new_step);
+            return NULL;
+        }
+    }
+    else {
+        steps = next_step(self, frame, line, line_obj, off, &new_step);
+        if (steps == NULL)
+            return NULL;
+    }
+    return record_step(self, frame, rec, off, line, steps, new_step);
+}
+
+/* Finish the previous step and start the next: returns tracer.steps, sets *new_step. */
+static PyObject *
+next_step(Core *self, PyObject *frame, long line, PyObject *line_obj, PyObject *off,
+          PyObject **new_step_out)
+{
     PyObject *step = Py_NewRef(self->step);
     SET_FIELD(self->raised, Py_NewRef(Py_False));
     int rc = finish_step(self, frame, step);
@@ -784,8 +816,24 @@ line_event(Core *self, PyObject *frame, PyObject *rec, PyObject *off)
         Py_DECREF(done);
     }
     PyObject *new_step = PyDict_Copy(self->template_);
-    if (new_step == NULL || PyDict_SetItem(new_step, s_line, line_obj) < 0)
-        goto fail;
+    if (new_step == NULL || PyDict_SetItem(new_step, s_line, line_obj) < 0) {
+        Py_DECREF(steps);
+        Py_XDECREF(new_step);
+        return NULL;
+    }
+    *new_step_out = new_step;
+    return steps;
+}
+
+/* Loop iterations and a starting test for the new step; append it. Steals steps, new_step. */
+static PyObject *
+record_step(Core *self, PyObject *frame, PyObject *rec, PyObject *off, long line, PyObject *steps,
+            PyObject *new_step)
+{
+    PyObject *point = PyTuple_GET_ITEM(rec, 0), *enc = PyTuple_GET_ITEM(rec, 1),
+             *special = PyTuple_GET_ITEM(rec, 2), *test = PyTuple_GET_ITEM(rec, 3),
+             *target = PyTuple_GET_ITEM(rec, 4), *index = PyTuple_GET_ITEM(rec, 5),
+             *line_obj = PyTuple_GET_ITEM(rec, 6);
     int is_special = PyObject_IsTrue(special);
     if (is_special < 0)
         goto fail;
@@ -843,7 +891,7 @@ delegate(Core *self, PyObject *frame, PyObject *event, PyObject *arg)
 static PyObject *
 handle_line(Core *self, PyObject *frame, PyObject *arg)
 {
-    if (self->step == Py_None || !PyFrame_Check(frame))
+    if (!PyFrame_Check(frame))
         return delegate(self, frame, s_line, arg);
     PyObject *stopped = TRACER_FIELD(self, stopped);
     if (stopped == NULL)
@@ -1190,6 +1238,7 @@ PyInit__tracecore(void)
     INTERN(s_body_hi, "body_hi") INTERN(s_lo, "lo") INTERN(s_hi, "hi")
     INTERN(s_inline, "inline") INTERN(s_recheck_foreign, "recheck_foreign")
     INTERN(s_f_trace, "f_trace") INTERN(s_bind, "bind") INTERN(s_drop_missing, "drop_missing")
+    INTERN(s_first_step, "first_step")
     INTERN(event_names[PyTrace_CALL], "call") INTERN(event_names[PyTrace_EXCEPTION], "exception")
     INTERN(event_names[PyTrace_LINE], "line") INTERN(event_names[PyTrace_RETURN], "return")
     INTERN(event_names[PyTrace_C_CALL], "c_call")
