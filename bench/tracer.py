@@ -1,7 +1,8 @@
 """Tracing overhead: plain execution against our tracer and a naive tracer, same programs.
 
 * plain: the call with no tracing;
-* ours: ``Tracer.call`` with full state capture (every changed local, exact, rendered);
+* ours: ``Tracer.call`` with full state capture (every changed local, exact, rendered), with
+  the C fast path when it is built (``--engine python``: the pure-Python line handler);
 * naive: ``sys.settrace`` that renders every local with a bounded ``reprlib.Repr`` at every line
   event (execution.md 7.1/7.3), recording (line, {name: text});
 * floor (``--floor``): a lower bound for any settrace tracer that records changes, not a tracer
@@ -13,7 +14,7 @@ Reports, per program, the median time per call, the line events per call, the ad
 line event ((traced - plain) / events, in µs), the slowdown (traced / plain) and the ratio of
 the naive tracer's added cost to ours. Everything runs in one process, interleaved.
 
-    python bench/tracer.py [--repeats 7] [--quick] [--floor]
+    python bench/tracer.py [--repeats 7] [--quick] [--floor] [--engine auto|c|python]
 """
 
 from __future__ import annotations
@@ -187,7 +188,13 @@ def _time(action: Callable[[], object], calls: int) -> float:
 
 
 def measure(
-    source: str, entry: str, args: tuple, calls: int, repeats: int, floor: bool = False
+    source: str,
+    entry: str,
+    args: tuple,
+    calls: int,
+    repeats: int,
+    floor: bool = False,
+    engine: str = "auto",
 ) -> dict[str, float]:
     namespace: dict[str, Any] = {}
     exec(compile(source, "<program>", "exec"), namespace)
@@ -197,7 +204,7 @@ def measure(
         for value in namespace.values()
         if callable(value) and getattr(value, "__code__", None) is not None
     }
-    recorder = tracer.Tracer(source=source, max_steps=10**7, max_trace_chars=10**10)
+    recorder = tracer.Tracer(source=source, max_steps=10**7, max_trace_chars=10**10, engine=engine)
     events = len(recorder.call(function, args, {})["steps"])
 
     def plain() -> object:
@@ -249,9 +256,19 @@ def main() -> None:
     parser.add_argument(
         "--floor", action="store_true", help="also time the lower-bound tracer (see above)"
     )
+    parser.add_argument(
+        "--engine",
+        choices=tracer.ENGINES,
+        default="auto",
+        help="our tracer's line handler (auto: the C fast path when built)",
+    )
     options = parser.parse_args()
     repeats = 3 if options.quick else options.repeats
-    print(f"Python {platform.python_version()} ({sys.implementation.name}), medians of {repeats}")
+    used = "C fast path" if tracer.Tracer(engine=options.engine).accelerated else "pure Python"
+    print(
+        f"Python {platform.python_version()} ({sys.implementation.name}), medians of {repeats}, "
+        f"our tracer: {used}"
+    )
     header = (
         f"{'program':<30} {'events':>7} {'plain':>9} {'ours':>9} {'naive':>9} "
         f"{'ours us/ev':>10} {'naive us/ev':>11} {'ours x':>7} {'naive x':>8} {'naive/ours':>10}"
@@ -263,7 +280,7 @@ def main() -> None:
     ratios = []
     floor_ratios = []
     for name, source, entry, args, calls in PROGRAMS:
-        r = measure(source, entry, args, calls, repeats, options.floor)
+        r = measure(source, entry, args, calls, repeats, options.floor, options.engine)
         events = r["events"]
         ours_event = (r["ours"] - r["plain"]) / events * 1e6
         naive_event = (r["naive"] - r["plain"]) / events * 1e6

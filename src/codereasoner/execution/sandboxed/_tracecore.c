@@ -1025,7 +1025,7 @@ tracer_core_dealloc(TracerCore *self)
 }
 
 static PyMemberDef tracer_core_members[] = {
-#define MEMBER(f) {#f, T_OBJECT, offsetof(TracerCore, f), 0, NULL},
+#define MEMBER(f) {#f, T_OBJECT_EX, offsetof(TracerCore, f), 0, NULL},
     TRACER_FIELDS(MEMBER)
 #undef MEMBER
     {NULL, 0, 0, 0, NULL},
@@ -1089,10 +1089,10 @@ static PyGetSetDef core_getset[] = {
 };
 
 static PyMemberDef core_members[] = {
-#define MEMBER(f) {#f, T_OBJECT, offsetof(Core, f), 0, NULL},
+#define MEMBER(f) {#f, T_OBJECT_EX, offsetof(Core, f), 0, NULL},
     CORE_FIELDS_BUT_FN(MEMBER)
 #undef MEMBER
-    {"template", T_OBJECT, offsetof(Core, template_), 0, NULL},
+    {"template", T_OBJECT_EX, offsetof(Core, template_), 0, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
