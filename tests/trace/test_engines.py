@@ -188,3 +188,36 @@ def test_containers_changing_back_and_forth_are_seen_by_both_engines() -> None:
         expected += [f"[{first}, 2, {i}]", f"[{first}, 2]", "<list of 22 items, too large>"]
         expected += [f"[{first}, 2]", f"[{-first}, 2]"]
     assert changes == expected
+
+
+TAMPER = """\
+import sys
+
+def f(n, how):
+    state = sys._getframe().f_trace
+    owner = getattr(state, "__self__", state)
+    if how == "entry":
+        owner.snap["n"] = 7
+    elif how == "snap":
+        owner.snap = None
+    elif how == "point":
+        owner.point = 5
+    elif how == "name":
+        sys._getframe().f_locals[3] = 4
+    n += 1
+    xs = [n]
+    xs.append(n)
+    return xs
+"""
+
+
+@pytest.mark.parametrize("how", ["entry", "snap", "point", "name"])
+def test_a_program_corrupting_the_tracer_state_gets_tracer_error_not_a_crash(how: str) -> None:
+    """The program can reach the tracer's objects; breaking them ends tracing with a partial
+    trace (tracer_error) in both engines, never an unchecked access in C."""
+    for engine in ("c", "python"):
+        source, function = load(TAMPER)
+        trace = tracer.Tracer(source=source, engine=engine).call(function, (1, how), {})
+        assert trace["partial"], (engine, how)
+        assert trace["partial_reason"].startswith("tracer_error"), (engine, trace["partial_reason"])
+        assert trace["return"] == "[2, 2]"

@@ -71,6 +71,27 @@ tracer_field(Core *self, PyObject *name, size_t offset)
 
 #define TRACER_FIELD(self, field) tracer_field(self, s_##field, offsetof(TracerCore, field))
 
+/* Item i of a tracking entry [value, text, kind, extra, (snapshot)], borrowed; NULL with
+ * TypeError if the entry is malformed. The program can reach the tracer's objects (through
+ * sys.gettrace() or a frame's f_trace) and change them; that must end in tracer_error, never in
+ * an unchecked access. */
+static PyObject *
+entry_item(PyObject *entry, Py_ssize_t i)
+{
+    if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) < 4 || i >= PyList_GET_SIZE(entry)) {
+        PyErr_SetString(PyExc_TypeError, "malformed tracking entry");
+        return NULL;
+    }
+    return PyList_GET_ITEM(entry, i);
+}
+
+static long
+entry_kind(PyObject *entry)
+{
+    PyObject *kind = entry_item(entry, 2);
+    return kind == NULL ? -1 : PyLong_AsLong(kind);
+}
+
 /* Replace a field (steals a reference to `value`). */
 #define SET_FIELD(field, value)            \
     do {                                   \
@@ -123,6 +144,10 @@ line_within(PyObject *obj, PyObject *lo_name, PyObject *hi_name, long line)
 static int
 note_change(Core *self, PyObject *step, PyObject *name, PyObject *text)
 {
+    if (!PyUnicode_Check(name) || !PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "local names and value texts must be str");
+        return -1;
+    }
     PyObject *changes = PyDict_GetItemWithError(step, s_changes);
     if (changes == NULL) {
         if (PyErr_Occurred())
@@ -298,14 +323,19 @@ recheck(Core *self, PyObject *step)
             break;
         }
         PyObject *value = PyList_GET_ITEM(entry, 0);
-        long kind = PyLong_AsLong(PyList_GET_ITEM(entry, 2));
+        long kind = entry_kind(entry);
         if (kind == -1 && PyErr_Occurred()) {
             rc = -1;
             break;
         }
         PyObject *text = NULL;
         if (kind == K_FOREIGN) {
-            if ((PyObject *)Py_TYPE(value) == PyList_GET_ITEM(entry, 3))
+            PyObject *seen = entry_item(entry, 3);
+            if (seen == NULL) {
+                rc = -1;
+                break;
+            }
+            if ((PyObject *)Py_TYPE(value) == seen)
                 continue;
             text = call_method(self, s_recheck_foreign, entry, NULL, NULL, NULL);
         }
@@ -318,7 +348,12 @@ recheck(Core *self, PyObject *step)
                 break;
             }
             if (size > bound) {
-                PyObject *old = PyList_GET_ITEM(entry, 3);
+                PyObject *old = entry_item(entry, 3);
+                if (old == NULL) {
+                    Py_DECREF(value);
+                    rc = -1;
+                    break;
+                }
                 if (PyLong_CheckExact(old) && PyLong_AsSsize_t(old) == size) {
                     Py_DECREF(value);
                     continue;
@@ -356,7 +391,8 @@ recheck(Core *self, PyObject *step)
                     fp = Py_NewRef(Py_None);
                 }
                 else {
-                    int same = PyObject_RichCompareBool(fp, PyList_GET_ITEM(entry, 3), Py_EQ);
+                    PyObject *old = entry_item(entry, 3);
+                    int same = old == NULL ? -1 : PyObject_RichCompareBool(fp, old, Py_EQ);
                     if (same > 0 && snapshot_take(entry, value) < 0)
                         same = -1;
                     if (same != 0) {
@@ -386,7 +422,8 @@ recheck(Core *self, PyObject *step)
             rc = -1;
             break;
         }
-        int differs = PyObject_RichCompareBool(text, PyList_GET_ITEM(entry, 1), Py_NE);
+        PyObject *old_text = entry_item(entry, 1);
+        int differs = old_text == NULL ? -1 : PyObject_RichCompareBool(text, old_text, Py_NE);
         if (differs > 0) {
             Py_INCREF(text);
             if (PyList_SetItem(entry, 1, text) < 0 ||
@@ -454,15 +491,21 @@ rebind_all(Core *self, PyObject *loc, PyObject *step)
     PyObject *name, *value;
     int rc = 0;
     while (rc == 0 && PyDict_Next(loc, &pos, &name, &value)) {
+        if (!PyUnicode_Check(name)) {
+            PyErr_SetString(PyExc_TypeError, "local names must be str");
+            return -1;
+        }
         PyObject *entry = PyDict_GetItemWithError(self->snap, name);
         if (entry == NULL && PyErr_Occurred())
             return -1;
-        if (entry != NULL && PyList_GET_ITEM(entry, 0) == value)
+        if (entry != NULL && entry_item(entry, 0) == value)
             continue;
+        if (PyErr_Occurred())
+            return -1;
         Py_INCREF(name);
         Py_INCREF(value);
         Py_XINCREF(entry);
-        long kind = entry == NULL ? -1 : PyLong_AsLong(PyList_GET_ITEM(entry, 2));
+        long kind = entry == NULL ? -1 : entry_kind(entry);
         if (kind == -1 && PyErr_Occurred()) {
             rc = -1;
         }
@@ -483,7 +526,8 @@ rebind_all(Core *self, PyObject *loc, PyObject *step)
             else {
                 Py_INCREF(value);
                 PyList_SetItem(entry, 0, value);
-                int differs = PyObject_RichCompareBool(text, PyList_GET_ITEM(entry, 1), Py_NE);
+                PyObject *old_text = entry_item(entry, 1);
+                int differs = old_text == NULL ? -1 : PyObject_RichCompareBool(text, old_text, Py_NE);
                 if (differs > 0) {
                     Py_INCREF(text);
                     PyList_SetItem(entry, 1, text);
@@ -503,8 +547,13 @@ rebind_all(Core *self, PyObject *loc, PyObject *step)
         Py_DECREF(value);
         Py_DECREF(name);
     }
-    if (rc == 0 && PyDict_GET_SIZE(self->snap) > PyDict_GET_SIZE(loc))
-        rc = call_method_void(self, s_drop_missing, loc, step, NULL, NULL);
+    if (rc == 0) {
+        Py_ssize_t tracked = PyDict_Size(self->snap);
+        if (tracked < 0)
+            rc = -1;
+        else if (tracked > PyDict_Size(loc))
+            rc = call_method_void(self, s_drop_missing, loc, step, NULL, NULL);
+    }
     return rc;
 }
 
@@ -518,6 +567,10 @@ update_stores(Core *self, PyObject *loc, PyObject *stores, PyObject *step)
     Py_ssize_t n = PyTuple_GET_SIZE(stores);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *name = PyTuple_GET_ITEM(stores, i);
+        if (!PyUnicode_Check(name)) {
+            PyErr_SetString(PyExc_TypeError, "local names must be str");
+            return -1;
+        }
         PyObject *value;
         if (PyDict_CheckExact(loc)) {
             value = PyDict_GetItemWithError(loc, name);
@@ -540,14 +593,18 @@ update_stores(Core *self, PyObject *loc, PyObject *stores, PyObject *step)
             Py_DECREF(value);
             return -1;
         }
-        if (entry != NULL && PyList_GET_ITEM(entry, 0) == value) {
+        if (entry != NULL && entry_item(entry, 0) == value) {
             Py_DECREF(value);
             continue;
+        }
+        if (PyErr_Occurred()) {
+            Py_DECREF(value);
+            return -1;
         }
         Py_XINCREF(entry);
         int rc = 0;
         PyObject *text = NULL;
-        long kind = entry == NULL ? -1 : PyLong_AsLong(PyList_GET_ITEM(entry, 2));
+        long kind = entry == NULL ? -1 : entry_kind(entry);
         if (kind == -1 && PyErr_Occurred())
             rc = -1;
         else if (kind == K_ID)
@@ -561,7 +618,8 @@ update_stores(Core *self, PyObject *loc, PyObject *stores, PyObject *step)
         else if (rc == 0) {
             Py_INCREF(value);
             PyList_SetItem(entry, 0, value);
-            int differs = PyObject_RichCompareBool(text, PyList_GET_ITEM(entry, 1), Py_NE);
+            PyObject *old_text = entry_item(entry, 1);
+            int differs = old_text == NULL ? -1 : PyObject_RichCompareBool(text, old_text, Py_NE);
             if (differs > 0) {
                 Py_INCREF(text);
                 PyList_SetItem(entry, 1, text);
@@ -585,6 +643,12 @@ static int
 finish_step(Core *self, PyObject *frame, PyObject *step)
 {
     PyObject *point = self->point;
+    if (!PyTuple_CheckExact(point) || PyTuple_GET_SIZE(point) != 3 ||
+        !PyTuple_CheckExact(PyTuple_GET_ITEM(point, 1)) ||
+        !PyTuple_CheckExact(PyTuple_GET_ITEM(point, 2))) {
+        PyErr_SetString(PyExc_TypeError, "malformed line point");
+        return -1;
+    }
     long flags = PyLong_AsLong(PyTuple_GET_ITEM(point, 0));
     if (flags == -1 && PyErr_Occurred())
         return -1;
@@ -602,8 +666,13 @@ finish_step(Core *self, PyObject *frame, PyObject *step)
         Py_ssize_t size = PyObject_Size(loc);
         if (size < 0)
             rc = -1;
-        else
-            full = size != PyDict_GET_SIZE(self->snap);
+        else {
+            Py_ssize_t tracked = PyDict_Size(self->snap);
+            if (tracked < 0)
+                rc = -1;
+            else
+                full = size != tracked;
+        }
     }
     if (rc == 0) {
         if (full)
@@ -612,7 +681,10 @@ finish_step(Core *self, PyObject *frame, PyObject *step)
             rc = update_stores(self, loc, PyTuple_GET_ITEM(point, 1), step);
     }
     Py_DECREF(loc);
-    if (rc == 0 && PyDict_GET_SIZE(self->watch)) {
+    Py_ssize_t watched = rc == 0 ? PyDict_Size(self->watch) : 0;
+    if (watched < 0)
+        rc = -1;
+    if (rc == 0 && watched > 0) {
         if (flags & F_HARD) {
             rc = recheck(self, step);
         }
@@ -627,7 +699,7 @@ finish_step(Core *self, PyObject *frame, PyObject *step)
                     }
                     continue;
                 }
-                long kind = PyLong_AsLong(PyList_GET_ITEM(entry, 2));
+                long kind = entry_kind(entry);
                 if (kind != K_ID) {
                     /* `x += ...` mutated a container in place (maybe aliased) */
                     rc = (kind == -1 && PyErr_Occurred()) ? -1 : recheck(self, step);
@@ -712,6 +784,11 @@ next_iteration(Core *self, PyObject *new_step, PyObject *target, PyObject *index
     if (pair == NULL)
         return -1;
     PyObject *old = self->loops;
+    if (!PyTuple_CheckExact(old)) {
+        Py_DECREF(pair);
+        PyErr_SetString(PyExc_TypeError, "malformed loop counters");
+        return -1;
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(old);
     Py_ssize_t keep = n > 1 ? n - 1 : 0;
     PyObject *loops = PyTuple_New(keep + 1);
@@ -834,6 +911,10 @@ record_step(Core *self, PyObject *frame, PyObject *rec, PyObject *off, long line
              *special = PyTuple_GET_ITEM(rec, 2), *test = PyTuple_GET_ITEM(rec, 3),
              *target = PyTuple_GET_ITEM(rec, 4), *index = PyTuple_GET_ITEM(rec, 5),
              *line_obj = PyTuple_GET_ITEM(rec, 6);
+    if (!PyTuple_CheckExact(enc)) {
+        PyErr_SetString(PyExc_TypeError, "malformed enclosing loops");
+        goto fail;
+    }
     int is_special = PyObject_IsTrue(special);
     if (is_special < 0)
         goto fail;
