@@ -338,7 +338,8 @@ class _CodeInfo:
     """Everything the per-event code needs about one traced code object, computed once."""
 
     __slots__ = (
-        "class_body", "code", "comp", "fiter", "inline_offsets", "loop_lines", "loops_at",
+        "back_jumps", "class_body", "code", "comp", "fiter", "inline_offsets", "loop_lines",
+        "loops_at",
         "ops", "paranoid", "qualname", "recs", "returns", "special", "tests", "yields",
     )  # fmt: skip
 
@@ -356,6 +357,9 @@ class _CodeInfo:
         self.recs: dict[int, tuple] = {}
         self.returns: set[int] = set()
         self.yields: set[int] = set()
+        # A backward jump -> its target: 3.13 reports the line event of a backward jump within
+        # one line (a one-line loop, an inlined comprehension) at the jump itself.
+        self.back_jumps: dict[int, int] = {}
         fiters: list[tuple[int, int, int | None]] = []  # offset, line, column
         instructions = list(dis.get_instructions(code))
         for position, ins in enumerate(instructions):
@@ -389,6 +393,8 @@ class _CodeInfo:
             elif name == "FOR_ITER":
                 column = ins.positions.col_offset if ins.positions is not None else None
                 fiters.append((ins.offset, line or 0, column))
+            elif name.startswith("JUMP_BACKWARD") and type(ins.argval) is int:
+                self.back_jumps[ins.offset] = ins.argval
         self.comp = code.co_name in _COMPREHENSIONS
         # FOR_ITER offset -> loop: the _Loop of a `for` statement, or the index of a
         # comprehension's `for` clause.
@@ -439,8 +445,19 @@ class _CodeInfo:
         # A `for` loop whose next iteration this event may start (the fast path of
         # count_loops) and its index in the enclosing loops.
         target = None if self.comp else self.fiter.get(offset)
+        point = self.point(offset, line)
+        jumped_to = self.back_jumps.get(offset)
+        if jumped_to is not None:
+            # Execution goes on at the jump's target (or, were the jump not taken, from here):
+            # what either may do.
+            other = self.point(jumped_to, line)
+            point = (
+                point[0] | other[0],
+                tuple(dict.fromkeys(point[1] + other[1])),
+                tuple(dict.fromkeys(point[2] + other[2])),
+            )
         rec = (
-            self.point(offset, line),
+            point,
             enc,
             self.comp or line in self.special,
             self.tests.get(line),
