@@ -1028,81 +1028,53 @@ core_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
     return delegate(self, args[0], event, args[2]);
 }
 
+/* Allocation, collector support and deallocation of a type whose fields are all objects,
+ * listed by an X-macro; every field starts as None. */
+#define INIT_NONE(f) self->f = Py_NewRef(Py_None);
+#define VISIT_FIELD(f) Py_VISIT(self->f);
+#define CLEAR_FIELD(f) Py_CLEAR(self->f);
+#define OBJECT_FIELDS_TYPE(TYPE, PREFIX, FIELDS)                                     \
+    static TYPE *PREFIX##_alloc(PyTypeObject *type)                                  \
+    {                                                                                \
+        TYPE *self = (TYPE *)type->tp_alloc(type, 0);                                \
+        if (self != NULL) {                                                          \
+            FIELDS(INIT_NONE)                                                        \
+        }                                                                            \
+        return self;                                                                 \
+    }                                                                                \
+    static int PREFIX##_traverse(TYPE *self, visitproc visit, void *arg)             \
+    {                                                                                \
+        FIELDS(VISIT_FIELD)                                                          \
+        return 0;                                                                    \
+    }                                                                                \
+    static int PREFIX##_clear(TYPE *self)                                            \
+    {                                                                                \
+        FIELDS(CLEAR_FIELD)                                                          \
+        return 0;                                                                    \
+    }                                                                                \
+    static void PREFIX##_dealloc(TYPE *self)                                         \
+    {                                                                                \
+        PyObject_GC_UnTrack(self);                                                   \
+        PREFIX##_clear(self);                                                        \
+        Py_TYPE(self)->tp_free((PyObject *)self);                                    \
+    }
+
+OBJECT_FIELDS_TYPE(Core, core, CORE_FIELDS)
+OBJECT_FIELDS_TYPE(TracerCore, tracer_core, TRACER_FIELDS)
+
 static PyObject *
 core_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    Core *self = (Core *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    self->vectorcall = core_vectorcall;
-#define INIT_NONE(f) self->f = Py_NewRef(Py_None);
-    CORE_FIELDS(INIT_NONE)
-#undef INIT_NONE
+    Core *self = core_alloc(type);
+    if (self != NULL)
+        self->vectorcall = core_vectorcall;
     return (PyObject *)self;
-}
-
-static int
-core_traverse(Core *self, visitproc visit, void *arg)
-{
-#define VISIT(f) Py_VISIT(self->f);
-    CORE_FIELDS(VISIT)
-#undef VISIT
-    return 0;
-}
-
-static int
-core_clear(Core *self)
-{
-#define CLEAR(f) Py_CLEAR(self->f);
-    CORE_FIELDS(CLEAR)
-#undef CLEAR
-    return 0;
-}
-
-static void
-core_dealloc(Core *self)
-{
-    PyObject_GC_UnTrack(self);
-    core_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *
 tracer_core_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    TracerCore *self = (TracerCore *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-#define INIT_NONE(f) self->f = Py_NewRef(Py_None);
-    TRACER_FIELDS(INIT_NONE)
-#undef INIT_NONE
-    return (PyObject *)self;
-}
-
-static int
-tracer_core_traverse(TracerCore *self, visitproc visit, void *arg)
-{
-#define VISIT(f) Py_VISIT(self->f);
-    TRACER_FIELDS(VISIT)
-#undef VISIT
-    return 0;
-}
-
-static int
-tracer_core_clear(TracerCore *self)
-{
-#define CLEAR(f) Py_CLEAR(self->f);
-    TRACER_FIELDS(CLEAR)
-#undef CLEAR
-    return 0;
-}
-
-static void
-tracer_core_dealloc(TracerCore *self)
-{
-    PyObject_GC_UnTrack(self);
-    tracer_core_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    return (PyObject *)tracer_core_alloc(type);
 }
 
 static PyMemberDef tracer_core_members[] = {
