@@ -7,6 +7,7 @@ engines side by side in the sandbox on synthesized and benchmark programs.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import shutil
@@ -221,3 +222,41 @@ def test_a_program_corrupting_the_tracer_state_gets_tracer_error_not_a_crash(how
         assert trace["partial"], (engine, how)
         assert trace["partial_reason"].startswith("tracer_error"), (engine, trace["partial_reason"])
         assert trace["return"] == "[2, 2]"
+
+
+HOLDERS = """\
+import weakref
+
+made = []
+
+class Marker:
+    pass
+
+def f(n):
+    m = Marker()
+    made.append(weakref.ref(m))
+    s = {m, 1}
+    d = {"k": m}
+    xs = [m, n]
+    ys = [1, 2]
+    ys.append(n)
+    s.add(n)
+    d["j"] = n
+    return len(s) + len(d) + len(xs) + len(ys)
+"""
+
+
+def test_tracing_leaks_no_object_of_the_program() -> None:
+    """Every object the program made is freed once the trace and the program are gone (a
+    reference kept by the C fast path would keep them alive)."""
+    refs = []
+    for engine in ("c", "python"):
+        for _ in range(3):
+            source, function = load(HOLDERS)
+            trace = tracer.Tracer(source=source, engine=engine).call(function, (5,), {})
+            assert trace["return"] == "10" and not trace["partial"]
+            refs += function.__globals__["made"]
+            del function, trace
+    gc.collect()
+    assert len(refs) == 6
+    assert [ref() for ref in refs] == [None] * 6

@@ -194,7 +194,7 @@ reported(PyObject *name)
 
 static int is_atom(PyObject *value);
 
-/* Shallow snapshots: a list, dict or set whose items are all atoms (immutable) is unchanged
+/* Shallow snapshots: a list or dict whose items are all atoms (immutable) is unchanged
  * exactly when it holds the same item objects in the same order; its marshal fingerprint is then
  * unchanged too, so re-checking it needs pointer comparisons instead of a fingerprint. The
  * snapshot is a tuple (container, items...) (dicts: keys and values alternating), holding
@@ -207,6 +207,8 @@ snapshot_walk(PyObject *container, PyObject *snapshot, PyObject **items_out)
      * Returns 1 if equal / collected with atoms only, 0 otherwise, -1 on error. */
     PyObject *items = NULL;
     Py_ssize_t at = 1;
+    if (!PyList_CheckExact(container) && !PyDict_CheckExact(container))
+        return 0;
     if (items_out != NULL) {
         items = PyList_New(0);
         if (items == NULL || PyList_Append(items, container) < 0) {
@@ -234,16 +236,13 @@ snapshot_walk(PyObject *container, PyObject *snapshot, PyObject **items_out)
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(container); i++)
             OFFER(PyList_GET_ITEM(container, i));
     }
-    else if (PyDict_CheckExact(container)) {
+    else {
         Py_ssize_t pos = 0;
         PyObject *key, *value;
         while (PyDict_Next(container, &pos, &key, &value)) {
             OFFER(key);
             OFFER(value);
         }
-    }
-    else {
-        return 0;
     }
 #undef OFFER
     if (snapshot != NULL)
