@@ -260,3 +260,41 @@ def test_tracing_leaks_no_object_of_the_program() -> None:
     gc.collect()
     assert len(refs) == 6
     assert [ref() for ref in refs] == [None] * 6
+
+
+CALLS = """\
+def g(a, xs):
+    xs.append(a)
+    return a + 1
+
+def gen(n):
+    for i in range(n):
+        yield i
+
+def f(n):
+    t = 0
+    xs = []
+    for i in range(n):
+        t = g(t, xs)
+    return t + sum(gen(n)) + len(xs)
+"""
+
+
+@pytest.mark.parametrize("engine", ["c", "python"])
+def test_repeated_tracing_allocates_nothing_that_stays(engine: str) -> None:
+    """Memory blocks before and after 60 traced calls (each with 12 frames): a leak of even one
+    object per frame or per step would add hundreds."""
+    source, function = load(CALLS)
+
+    def trace_once() -> None:
+        trace = tracer.Tracer(source=source, engine=engine).call(function, (5,), {})
+        assert trace["return"] == "20" and not trace["partial"]
+
+    for _ in range(5):
+        trace_once()
+    gc.collect()
+    before = sys.getallocatedblocks()
+    for _ in range(60):
+        trace_once()
+    gc.collect()
+    assert sys.getallocatedblocks() - before < 60

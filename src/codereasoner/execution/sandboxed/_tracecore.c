@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <structmember.h>
 
-#define CORE_ABI 1
+#define CORE_ABI 2
 
 /* Flags of a line's "point" (tracer.py: _STORE, _MUTATE, _INPLACE, _FULL). */
 #define F_MUTATE 2
@@ -32,29 +32,37 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyObject *tr, *recs, *step, *raised, *point, *snap, *watch, *rev_loop, *rev_index, *rev_step,
         *rev_more, *cond_test, *cond_step, *inline_step, *inline_seen, *template_, *enc, *counts,
-        *loops, *off, *fn, *max_chars, *missing, *loop_type;
+        *loops, *off, *fn, *max_chars, *missing, *loop_type, *depth, *fid, *info, *inline_offs,
+        *qual;
 } Core;
 
 #define CORE_FIELDS_BUT_FN(X)                                                                  \
     X(tr) X(recs) X(step) X(raised) X(point) X(snap) X(watch) X(rev_loop) X(rev_index)         \
     X(rev_step) X(rev_more) X(cond_test) X(cond_step) X(inline_step) X(inline_seen)            \
-    X(template_) X(enc) X(counts) X(loops) X(off) X(max_chars) X(missing) X(loop_type)
+    X(template_) X(enc) X(counts) X(loops) X(off) X(max_chars) X(missing) X(loop_type)          \
+    X(depth) X(fid) X(info) X(inline_offs) X(qual)
 #define CORE_FIELDS(X) CORE_FIELDS_BUT_FN(X) X(fn)
 
 /* The fields of tracer.Tracer the hot path reads or updates on every event. */
 typedef struct {
     PyObject_HEAD
-    PyObject *steps, *size, *limit, *stopped, *render;
+    PyObject *steps, *size, *limit, *stopped, *render, *_infos, *depth, *events, *next_fid,
+        *frame_type, *full_point, *no_point, *missing, *loop_type, *no_offsets;
 } TracerCore;
 
-#define TRACER_FIELDS(X) X(steps) X(size) X(limit) X(stopped) X(render)
+/* The last six are constants of tracer.py the C paths need (set by Tracer.__init__). */
+#define TRACER_FIELDS(X)                                                                       \
+    X(steps) X(size) X(limit) X(stopped) X(render) X(_infos) X(depth) X(events) X(next_fid)    \
+    X(frame_type) X(full_point) X(no_point) X(missing) X(loop_type) X(no_offsets)
 
 static PyTypeObject TracerCoreType;
 
 static PyObject *s_line, *s_local, *s_stopped, *s_store, *s_rebind_all, *s_count_loops,
     *s_resolve_rev, *s_start_inline, *s_abandon, *s_check_caps, *s_steps, *s_limit, *s_size,
     *s_render, *s_text, *s_bound, *s_with_fingerprint, *s_changes, *s_cond, *s_loops,
-    *s_f_trace_opcodes, *s_body_lo, *s_body_hi, *s_lo, *s_hi, *s_inline, *s_recheck_foreign, *s_f_trace, *s_bind, *s_drop_missing, *s_first_step;
+    *s_f_trace_opcodes, *s_body_lo, *s_body_hi, *s_lo, *s_hi, *s_inline, *s_recheck_foreign, *s_f_trace, *s_bind, *s_drop_missing, *s_first_step, *s_entry, *s_frame, *s_fid,
+    *s_depth, *s_args, *s_qualname, *s_recs, *s_max_chars, *s_analyse, *s_call_error, *s_yields,
+    *s_returns, *s_class_body, *s_ret, *s_yield;
 
 /* A Tracer field: read directly when the tracer is a TracerCore, else as an attribute. */
 static PyObject *
@@ -811,10 +819,128 @@ next_iteration(Core *self, PyObject *new_step, PyObject *target, PyObject *index
     return 0;
 }
 
+static int is_atom(PyObject *value);
+static PyObject *atom_text(Core *self, PyObject *value, long max_chars);
 static PyObject *next_step(Core *self, PyObject *frame, long line, PyObject *line_obj,
                            PyObject *off, PyObject **new_step_out);
 static PyObject *record_step(Core *self, PyObject *frame, PyObject *rec, PyObject *off, long line,
                              PyObject *steps, PyObject *new_step);
+
+/* field += delta for an int field. */
+static int
+add_to(PyObject **field, long delta)
+{
+    PyObject *amount = PyLong_FromLong(delta);
+    PyObject *sum = amount == NULL ? NULL : PyNumber_Add(*field, amount);
+    Py_XDECREF(amount);
+    if (sum == NULL)
+        return -1;
+    SET_FIELD(*field, sum);
+    return 0;
+}
+
+/* _Frame.first_step: the step of a frame's first line, with its arguments (the locals at
+ * entry) tracked and rendered. */
+static PyObject *
+first_step(Core *self, PyObject *frame, PyObject *line_obj)
+{
+    PyObject *loc = PyFrame_GetLocals((PyFrameObject *)frame);
+    if (loc == NULL)
+        return NULL;
+    if (!PyDict_CheckExact(loc) || !PyDict_CheckExact(self->snap) ||
+        !PyDict_CheckExact(self->watch) || !PyObject_TypeCheck(self->tr, &TracerCoreType)) {
+        Py_DECREF(loc);
+        return call_method(self, s_first_step, frame, line_obj, NULL, NULL);
+    }
+    TracerCore *tr = (TracerCore *)self->tr;
+    long max_chars = PyLong_AsLong(self->max_chars);
+    PyObject *args = PyDict_New();
+    if (args == NULL || (max_chars == -1 && PyErr_Occurred()))
+        goto fail;
+    Py_ssize_t pos = 0;
+    PyObject *name, *value;
+    while (PyDict_Next(loc, &pos, &name, &value)) {
+        if (!PyUnicode_Check(name)) {
+            PyErr_SetString(PyExc_TypeError, "local names must be str");
+            goto fail;
+        }
+        PyObject *entry;
+        Py_INCREF(value);
+        if (is_atom(value)) {
+            PyObject *text = atom_text(self, value, max_chars);
+            if (text == NULL && !PyErr_Occurred()) {
+                PyObject *stack[2] = {tr->render, value};
+                text = PyObject_VectorcallMethod(s_text, stack, 2, NULL);
+            }
+            entry = text == NULL ? NULL : PyList_New(4);
+            if (entry != NULL) {
+                PyList_SET_ITEM(entry, 0, Py_NewRef(value));
+                PyList_SET_ITEM(entry, 1, text);
+                PyList_SET_ITEM(entry, 2, PyLong_FromLong(K_ID));
+                PyList_SET_ITEM(entry, 3, Py_NewRef(Py_None));
+            }
+            else {
+                Py_XDECREF(text);
+            }
+            if (entry != NULL && PyDict_SetItem(self->snap, name, entry) < 0)
+                Py_CLEAR(entry);
+        }
+        else {
+            entry = call_method(self, s_entry, value, NULL, NULL, NULL);
+            long kind = entry == NULL ? -1 : entry_kind(entry);
+            if (entry != NULL && (PyErr_Occurred() || PyDict_SetItem(self->snap, name, entry) < 0 ||
+                                  (kind != K_ID && PyDict_SetItem(self->watch, name, entry) < 0)))
+                Py_CLEAR(entry);
+        }
+        Py_DECREF(value);
+        if (entry == NULL)
+            goto fail;
+        int failed = reported(name) && PyDict_SetItem(args, name, PyList_GET_ITEM(entry, 1)) < 0;
+        Py_DECREF(entry);
+        if (failed)
+            goto fail;
+    }
+    Py_ssize_t count = PyObject_Size(tr->steps);
+    Py_ssize_t limit = PyLong_AsSsize_t(tr->limit);
+    if (count < 0 || (limit == -1 && PyErr_Occurred()))
+        goto fail;
+    if (count >= limit) {
+        PyObject *stack[1] = {self->tr};
+        PyObject *done = PyObject_VectorcallMethod(s_check_caps, stack, 1, NULL);
+        if (done == NULL)
+            goto fail;
+        Py_DECREF(done);
+    }
+    /* Arguments never change: their size is counted at once. */
+    long added = 0;
+    pos = 0;
+    while (PyDict_Next(args, &pos, &name, &value)) {
+        if (!PyUnicode_Check(value)) {
+            PyErr_SetString(PyExc_TypeError, "value texts must be str");
+            goto fail;
+        }
+        added += (long)(PyUnicode_GET_LENGTH(name) + PyUnicode_GET_LENGTH(value) + 6);
+    }
+    if (added && add_to(&tr->size, added) < 0)
+        goto fail;
+    PyObject *step = PyDict_New();
+    if (step == NULL || PyDict_SetItem(step, s_line, line_obj) < 0 ||
+        PyDict_SetItem(step, s_frame, self->qual) < 0 ||
+        PyDict_SetItem(step, s_fid, self->fid) < 0 ||
+        PyDict_SetItem(step, s_depth, self->depth) < 0 ||
+        PyDict_SetItem(step, s_loops, self->loops) < 0 ||
+        PyDict_SetItem(step, s_args, args) < 0) {
+        Py_XDECREF(step);
+        goto fail;
+    }
+    Py_DECREF(args);
+    Py_DECREF(loc);
+    return step;
+fail:
+    Py_XDECREF(args);
+    Py_DECREF(loc);
+    return NULL;
+}
 
 /* One line event with a cached record. Returns the new step, or NULL. */
 static PyObject *
@@ -827,7 +953,7 @@ line_event(Core *self, PyObject *frame, PyObject *rec, PyObject *off)
     PyObject *steps = NULL, *new_step = NULL;
     if (self->step == Py_None) {
         /* The frame's first line: its arguments (first_step also checks the caps). */
-        new_step = call_method(self, s_first_step, frame, line_obj, NULL, NULL);
+        new_step = first_step(self, frame, line_obj);
         if (new_step == NULL)
             return NULL;
         if (!PyDict_CheckExact(new_step)) {
@@ -1183,6 +1309,254 @@ clear_f_trace(PyObject *frame)
     PyErr_Restore(type, value, traceback);
 }
 
+/* The FrameCore behind a frame's f_trace (itself, or the owner of its bound method). */
+static Core *
+owner_of(PyObject *trace_function)
+{
+    PyObject *owner = PyMethod_Check(trace_function) ? PyMethod_GET_SELF(trace_function)
+                                                     : trace_function;
+    return PyObject_TypeCheck(owner, &CoreType) ? (Core *)owner : NULL;
+}
+
+static PyObject *
+get_attr_checked(PyObject *obj, PyObject *name)
+{
+    return PyObject_GetAttr(obj, name);
+}
+
+/* _Frame(tr, info, depth) for the C fast path: the fields _Frame.__init__ sets. */
+static Core *
+new_frame(TracerCore *tr, PyObject *info)
+{
+    if (!PyType_Check(tr->frame_type) ||
+        !PyType_IsSubtype((PyTypeObject *)tr->frame_type, &CoreType)) {
+        PyErr_SetString(PyExc_TypeError, "Tracer.frame_type must be a FrameCore subclass");
+        return NULL;
+    }
+    Core *self = core_alloc((PyTypeObject *)tr->frame_type);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = core_vectorcall;
+    PyObject *qual = get_attr_checked(info, s_qualname);
+    PyObject *recs = qual == NULL ? NULL : get_attr_checked(info, s_recs);
+    PyObject *max_chars = recs == NULL ? NULL : get_attr_checked(tr->render, s_max_chars);
+    PyObject *template_ = max_chars == NULL ? NULL : PyDict_New();
+    if (template_ == NULL)
+        goto fail;
+    SET_FIELD(self->tr, Py_NewRef((PyObject *)tr));
+    SET_FIELD(self->missing, Py_NewRef(tr->missing));
+    SET_FIELD(self->loop_type, Py_NewRef(tr->loop_type));
+    SET_FIELD(self->info, Py_NewRef(info));
+    SET_FIELD(self->qual, qual);
+    SET_FIELD(self->max_chars, max_chars);
+    SET_FIELD(self->fid, Py_NewRef(tr->next_fid));
+    SET_FIELD(self->depth, Py_NewRef(tr->depth));
+    SET_FIELD(self->recs, recs);
+    qual = recs = max_chars = NULL;
+    if (add_to(&tr->next_fid, 1) < 0)
+        goto fail;
+#define NEW(field, value)                 \
+    {                                     \
+        PyObject *made = (value);         \
+        if (made == NULL)                 \
+            goto fail;                    \
+        SET_FIELD(self->field, made);     \
+    }
+    NEW(snap, PyDict_New())
+    NEW(watch, PyDict_New())
+    NEW(counts, PyDict_New())
+    NEW(off, PyLong_FromLong(-1))
+    NEW(rev_index, PyLong_FromLong(0))
+    NEW(enc, PyTuple_New(0))
+    NEW(loops, PyTuple_New(0))
+#undef NEW
+    SET_FIELD(self->point, Py_NewRef(tr->full_point));
+    SET_FIELD(self->inline_offs, Py_NewRef(tr->no_offsets));
+    SET_FIELD(self->inline_seen, Py_NewRef(Py_False));
+    SET_FIELD(self->raised, Py_NewRef(Py_False));
+    /* Built with room for `changes` (see _Frame.__init__). */
+    if (PyDict_SetItem(template_, s_line, self->rev_index /* 0 */) < 0 ||
+        PyDict_SetItem(template_, s_frame, self->qual) < 0 ||
+        PyDict_SetItem(template_, s_fid, self->fid) < 0 ||
+        PyDict_SetItem(template_, s_depth, self->depth) < 0 ||
+        PyDict_SetItem(template_, s_loops, self->loops) < 0 ||
+        PyDict_SetItem(template_, s_changes, Py_None) < 0 ||
+        PyDict_DelItem(template_, s_changes) < 0)
+        goto fail;
+    SET_FIELD(self->template_, template_);
+    return self;
+fail:
+    Py_XDECREF(qual);
+    Py_XDECREF(recs);
+    Py_XDECREF(max_chars);
+    Py_XDECREF(template_);
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* Tracer._global for a `call` event: the new frame's trace function, or None. */
+static PyObject *
+call_event(TracerCore *tr, PyObject *frame)
+{
+    int stopped = PyObject_IsTrue(tr->stopped);
+    if (stopped != 0)
+        return stopped < 0 ? NULL : Py_NewRef(Py_None);
+    /* Python code is about to run: the caller's next event must diff everything. */
+    PyFrameObject *caller = PyFrame_GetBack((PyFrameObject *)frame);
+    if (caller != NULL) {
+        PyObject *current = PyObject_GetAttr((PyObject *)caller, s_f_trace);
+        Py_DECREF(caller);
+        if (current == NULL)
+            return NULL;
+        Core *owner = owner_of(current);
+        if (owner != NULL)
+            SET_FIELD(owner->point, Py_NewRef(tr->full_point));
+        Py_DECREF(current);
+    }
+    PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);
+    PyObject *key = PyLong_FromVoidPtr(code);
+    PyObject *info = key == NULL ? NULL : PyDict_GetItemWithError(tr->_infos, key);
+    Py_XDECREF(key);
+    if (info != NULL) {
+        Py_INCREF(info);
+    }
+    else if (!PyErr_Occurred()) {
+        PyObject *stack[2] = {(PyObject *)tr, (PyObject *)code};
+        info = PyObject_VectorcallMethod(s_analyse, stack, 2, NULL);
+    }
+    Py_DECREF(code);
+    if (info == NULL || info == Py_None)
+        return info;
+    /* From here on a failure is the tracer's: it stops tracing (Tracer._call_error). */
+    PyObject *result = NULL;
+    PyObject *current = PyObject_GetAttr(frame, s_f_trace);
+    if (current != NULL) {
+        Core *state = owner_of(current);
+        if (state != NULL && state->tr == (PyObject *)tr) {
+            /* A generator or coroutine resumed: same state, one level deeper than its caller. */
+            Py_INCREF(state);
+            SET_FIELD(state->depth, Py_NewRef(tr->depth));
+            SET_FIELD(state->point, Py_NewRef(tr->full_point));
+            if (PyObject_SetItem(state->template_, s_depth, tr->depth) < 0)
+                Py_CLEAR(state);
+        }
+        else {
+            state = new_frame(tr, info);
+        }
+        Py_DECREF(current);
+        if (state != NULL && add_to(&tr->depth, 1) == 0 && add_to(&tr->events, 1) == 0)
+            result = Py_NewRef(state->fn == Py_None ? (PyObject *)state : state->fn);
+        Py_XDECREF(state);
+    }
+    Py_DECREF(info);
+    if (result == NULL && PyErr_ExceptionMatches(PyExc_Exception)) {
+        PyObject *type, *exc, *traceback;
+        PyErr_Fetch(&type, &exc, &traceback);
+        PyErr_NormalizeException(&type, &exc, &traceback);
+        PyObject *stack[2] = {(PyObject *)tr, exc};
+        result = PyObject_VectorcallMethod(s_call_error, stack, 2, NULL);
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(traceback);
+    }
+    return result;
+}
+
+/* Is offset in the set-valued attribute `name` of info? 1, 0, -1. */
+static int
+offset_in(PyObject *info, PyObject *name, PyObject *offset)
+{
+    PyObject *offsets = PyObject_GetAttr(info, name);
+    if (offsets == NULL)
+        return -1;
+    int found = PySequence_Contains(offsets, offset);
+    Py_DECREF(offsets);
+    return found;
+}
+
+/* step[key] = tracer.render.text(value) */
+static int
+set_rendered(TracerCore *tr, PyObject *step, PyObject *key, PyObject *value)
+{
+    PyObject *stack[2] = {tr->render, value};
+    PyObject *text = PyObject_VectorcallMethod(s_text, stack, 2, NULL);
+    if (text == NULL)
+        return -1;
+    int rc = PyObject_SetItem(step, key, text);
+    Py_DECREF(text);
+    return rc;
+}
+
+/* _Frame.on_return for a `return` event (local's non-line path); rare cases go to local. */
+static PyObject *
+return_event(Core *self, PyObject *frame, PyObject *arg)
+{
+    static PyObject *s_return = NULL;
+    if (s_return == NULL && (s_return = PyUnicode_InternFromString("return")) == NULL)
+        return NULL;
+    if (!PyObject_TypeCheck(self->tr, &TracerCoreType) || self->inline_step != Py_None)
+        return delegate(self, frame, s_return, arg);
+    TracerCore *tr = (TracerCore *)self->tr;
+    int stopped = PyObject_IsTrue(tr->stopped);
+    PyObject *class_body = stopped ? NULL : PyObject_GetAttr(self->info, s_class_body);
+    int is_class_body = class_body == NULL ? -1 : PyObject_IsTrue(class_body);
+    Py_XDECREF(class_body);
+    if (stopped != 0 || is_class_body != 0) {
+        if (stopped < 0 || (stopped == 0 && is_class_body < 0))
+            return NULL;
+        return delegate(self, frame, s_return, arg);
+    }
+    PyObject *off = NULL;
+    int rc = add_to(&tr->events, 1);
+    if (rc == 0)
+        rc = add_to(&tr->depth, -1);
+    PyObject *step = Py_NewRef(self->step);
+    if (rc < 0 || step == Py_None)
+        goto done;
+    if ((rc = finish_step(self, frame, step)) < 0)
+        goto done;
+    SET_FIELD(self->point, Py_NewRef(tr->no_point));
+    off = PyLong_FromLong(PyFrame_GetLasti((PyFrameObject *)frame));
+    int raised = PyObject_IsTrue(self->raised);
+    int yielded = off == NULL || raised < 0 ? -1 : offset_in(self->info, s_yields, off);
+    if (yielded < 0) {
+        rc = -1;
+        goto done;
+    }
+    if (yielded && !raised) {
+        rc = set_rendered(tr, step, s_yield, arg);
+        goto done;
+    }
+    if (self->cond_test != Py_None) {
+        if ((rc = PyObject_SetItem(self->cond_step, s_cond, Py_False)) < 0)
+            goto done;
+        SET_FIELD(self->cond_test, Py_NewRef(Py_None));
+    }
+    if (self->rev_loop != Py_None &&
+        (rc = call_method_void(self, s_resolve_rev, Py_None, Py_None, NULL, NULL)) < 0)
+        goto done;
+    int returned = offset_in(self->info, s_returns, off);
+    if (returned < 0)
+        rc = -1;
+    else if (returned && !raised)
+        rc = set_rendered(tr, step, s_ret, arg);
+done:
+    Py_XDECREF(off);
+    Py_DECREF(step);
+    if (rc == 0)
+        Py_RETURN_NONE;
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return NULL;
+    PyObject *type, *exc, *traceback;
+    PyErr_Fetch(&type, &exc, &traceback);
+    PyErr_NormalizeException(&type, &exc, &traceback);
+    PyObject *result = call_method(self, s_abandon, frame, exc, NULL, NULL);
+    Py_XDECREF(type);
+    Py_XDECREF(exc);
+    Py_XDECREF(traceback);
+    return result;
+}
+
 static int
 dispatch(PyObject *hook, PyFrameObject *frame_obj, int what, PyObject *arg)
 {
@@ -1204,9 +1578,17 @@ dispatch(PyObject *hook, PyFrameObject *frame_obj, int what, PyObject *arg)
         }
     }
     PyObject *result;
-    if (what == PyTrace_LINE && Py_TYPE(callback)->tp_vectorcall_offset == offsetof(Core, vectorcall) &&
-        PyObject_TypeCheck(callback, &CoreType)) {
+    int core = Py_TYPE(callback)->tp_vectorcall_offset == offsetof(Core, vectorcall) &&
+               PyObject_TypeCheck(callback, &CoreType);
+    if (core && what == PyTrace_LINE) {
         result = handle_line((Core *)callback, frame, arg);
+    }
+    else if (core && what == PyTrace_RETURN) {
+        result = return_event((Core *)callback, frame, arg);
+    }
+    else if (what == PyTrace_CALL && PyMethod_Check(callback) &&
+             PyObject_TypeCheck(PyMethod_GET_SELF(callback), &TracerCoreType)) {
+        result = call_event((TracerCore *)PyMethod_GET_SELF(callback), frame);
     }
     else {
         PyObject *stack[3] = {frame, event_names[what], arg};
@@ -1290,7 +1672,12 @@ PyInit__tracecore(void)
     INTERN(s_body_hi, "body_hi") INTERN(s_lo, "lo") INTERN(s_hi, "hi")
     INTERN(s_inline, "inline") INTERN(s_recheck_foreign, "recheck_foreign")
     INTERN(s_f_trace, "f_trace") INTERN(s_bind, "bind") INTERN(s_drop_missing, "drop_missing")
-    INTERN(s_first_step, "first_step")
+    INTERN(s_first_step, "first_step") INTERN(s_entry, "entry") INTERN(s_frame, "frame")
+    INTERN(s_fid, "fid") INTERN(s_depth, "depth") INTERN(s_args, "args")
+    INTERN(s_qualname, "qualname") INTERN(s_recs, "recs") INTERN(s_max_chars, "max_chars")
+    INTERN(s_analyse, "_analyse") INTERN(s_call_error, "_call_error") INTERN(s_yields, "yields")
+    INTERN(s_returns, "returns") INTERN(s_class_body, "class_body") INTERN(s_ret, "ret")
+    INTERN(s_yield, "yield")
     INTERN(event_names[PyTrace_CALL], "call") INTERN(event_names[PyTrace_EXCEPTION], "exception")
     INTERN(event_names[PyTrace_LINE], "line") INTERN(event_names[PyTrace_RETURN], "return")
     INTERN(event_names[PyTrace_C_CALL], "c_call")

@@ -156,7 +156,7 @@ class TraceOverflow(Exception):
     """Raised inside the tracer to abandon tracing once a cap is reached."""
 
 
-_CORE_ABI = 1  # the _tracecore.c build this module is written against (its CORE_ABI)
+_CORE_ABI = 2  # the _tracecore.c build this module is written against (its CORE_ABI)
 
 
 def _load_accelerator() -> types.ModuleType | None:
@@ -708,9 +708,10 @@ def _literal(value: object) -> bool:
 
 # The fields _tracecore.FrameCore holds in C (the ones its line-event fast path uses).
 _CORE_FIELDS = (
-    "cond_step", "cond_test", "counts", "enc", "fn", "inline_seen", "inline_step", "loop_type",
-    "loops", "max_chars", "missing", "off", "point", "raised", "recs", "rev_index", "rev_loop",
-    "rev_more", "rev_step", "snap", "step", "template", "tr", "watch",
+    "cond_step", "cond_test", "counts", "depth", "enc", "fid", "fn", "info", "inline_offs",
+    "inline_seen", "inline_step", "loop_type", "loops", "max_chars", "missing", "off", "point",
+    "qual", "raised", "recs", "rev_index", "rev_loop", "rev_more", "rev_step", "snap", "step",
+    "template", "tr", "watch",
 )  # fmt: skip
 _FrameBase: type = object if ACCELERATOR is None else ACCELERATOR.FrameCore
 
@@ -720,11 +721,10 @@ class _Frame(_FrameBase):
     the C fast path is used (it handles common line events and calls ``local`` for the rest),
     else its bound ``local``."""
 
-    __slots__ = ("depth", "fid", "info", "inline_offs", "qual") + (
-        _CORE_FIELDS if ACCELERATOR is None else ()
-    )
+    __slots__ = _CORE_FIELDS if ACCELERATOR is None else ()
 
     def __init__(self, tr: Tracer, info: _CodeInfo, depth: int) -> None:
+        # _tracecore.c's new_frame sets the same fields: keep the two in step.
         self.tr = tr
         self.missing = _MISSING
         self.loop_type = _Loop
@@ -1329,6 +1329,13 @@ class Tracer(object if ACCELERATOR is None else ACCELERATOR.TracerCore):  # type
         self.render = _Renderer(max_value_chars)
         self._source = _Source(source)
         self._infos: dict[int, _CodeInfo | None] = {}
+        # Constants the C fast path needs (fields of its TracerCore base).
+        self.frame_type = _Frame
+        self.full_point = _FULL_POINT
+        self.no_point = _NO_POINT
+        self.missing = _MISSING
+        self.loop_type = _Loop
+        self.no_offsets = _NO_OFFSETS
         self._codes: list[types.CodeType] = []  # keeps the ids in _infos valid
         # Like _infos, kept across calls: see assume_hidden_mutators.
         self.paranoid = False
@@ -1380,8 +1387,11 @@ class Tracer(object if ACCELERATOR is None else ACCELERATOR.TracerCore):  # type
             self.events += 1
             return state.fn
         except Exception as exc:
-            self.fail(f"tracer_error: {type(exc).__name__}: {exc}")
-            return None
+            return self._call_error(exc)
+
+    def _call_error(self, exc: Exception) -> None:
+        """The tracer failed on a call event: stop tracing (the program runs on untraced)."""
+        self.fail(f"tracer_error: {type(exc).__name__}: {exc}")
 
     def assume_hidden_mutators(self) -> None:
         """A class of the program holds a C callable (``property(log.append)``, ``__eq__ =
