@@ -96,6 +96,25 @@ PROGRAMS: list[tuple[str, str, str, tuple, int]] = [
         (6,),
         50,
     ),
+    # Call-heavy code with few locals, where the naive tracer is cheapest and each call costs
+    # ours a frame's state, its arguments, the return and a full check of the caller.
+    (
+        "recursion (fib 12)",
+        "def f(n):\n    if n < 2:\n        return n\n    return f(n - 1) + f(n - 2)\n",
+        "f",
+        (12,),
+        5,
+    ),
+    (
+        "class with methods",
+        "class C:\n    def __init__(self):\n        self.items = []\n    def add(self, x):\n"
+        "        self.items.append(x)\n        return len(self.items)\n\n"
+        "def f(n):\n    c = C()\n    total = 0\n    for i in range(n):\n        total += c.add(i)\n"
+        "    return total\n",
+        "f",
+        (40,),
+        20,
+    ),
 ]
 
 
