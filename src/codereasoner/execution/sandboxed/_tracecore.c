@@ -1085,6 +1085,27 @@ fail:
     return NULL;
 }
 
+/* As `local` and `_global` do: an Exception raised by the tracer (a cap's TraceOverflow, or a
+ * bug) is handed to target.method([frame,] exc), which stops tracing, and the program never sees
+ * it; anything else (KeyboardInterrupt) propagates. Returns the method's result. */
+static PyObject *
+hand_over_error(PyObject *target, PyObject *method, PyObject *frame)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return NULL;
+    PyObject *type, *exc, *traceback;
+    PyErr_Fetch(&type, &exc, &traceback);
+    PyErr_NormalizeException(&type, &exc, &traceback);
+    if (traceback != NULL)
+        PyException_SetTraceback(exc, traceback);
+    PyObject *stack[3] = {target, frame != NULL ? frame : exc, exc};
+    PyObject *result = PyObject_VectorcallMethod(method, stack, frame != NULL ? 3 : 2, NULL);
+    Py_XDECREF(type);
+    Py_XDECREF(exc);
+    Py_XDECREF(traceback);
+    return result;
+}
+
 /* _Frame.local(frame, event, arg): everything but the common line event. */
 static PyObject *
 delegate(Core *self, PyObject *frame, PyObject *event, PyObject *arg)
@@ -1119,20 +1140,7 @@ handle_line(Core *self, PyObject *frame, PyObject *arg)
     Py_DECREF(rec);
     Py_DECREF(off);
     if (new_step == NULL) {
-        /* As `local` does: TraceOverflow or a tracer bug ends tracing of this frame; the
-         * program never sees the exception. Anything else (KeyboardInterrupt) propagates. */
-        if (!PyErr_ExceptionMatches(PyExc_Exception))
-            return NULL;
-        PyObject *type, *exc, *traceback;
-        PyErr_Fetch(&type, &exc, &traceback);
-        PyErr_NormalizeException(&type, &exc, &traceback);
-        if (traceback != NULL)
-            PyException_SetTraceback(exc, traceback);
-        PyObject *result = call_method(self, s_abandon, frame, exc, NULL, NULL);
-        Py_XDECREF(type);
-        Py_XDECREF(exc);
-        Py_XDECREF(traceback);
-        return result;
+        return hand_over_error((PyObject *)self, s_abandon, frame);
     }
     Py_DECREF(new_step);
     return Py_NewRef(self->fn == Py_None ? (PyObject *)self : self->fn);
@@ -1449,17 +1457,7 @@ call_event(TracerCore *tr, PyObject *frame)
         Py_XDECREF(state);
     }
     Py_DECREF(info);
-    if (result == NULL && PyErr_ExceptionMatches(PyExc_Exception)) {
-        PyObject *type, *exc, *traceback;
-        PyErr_Fetch(&type, &exc, &traceback);
-        PyErr_NormalizeException(&type, &exc, &traceback);
-        PyObject *stack[2] = {(PyObject *)tr, exc};
-        result = PyObject_VectorcallMethod(s_call_error, stack, 2, NULL);
-        Py_XDECREF(type);
-        Py_XDECREF(exc);
-        Py_XDECREF(traceback);
-    }
-    return result;
+    return result != NULL ? result : hand_over_error((PyObject *)tr, s_call_error, NULL);
 }
 
 /* Is offset in the set-valued attribute `name` of info? 1, 0, -1. */
@@ -1545,16 +1543,7 @@ done:
     Py_DECREF(step);
     if (rc == 0)
         Py_RETURN_NONE;
-    if (!PyErr_ExceptionMatches(PyExc_Exception))
-        return NULL;
-    PyObject *type, *exc, *traceback;
-    PyErr_Fetch(&type, &exc, &traceback);
-    PyErr_NormalizeException(&type, &exc, &traceback);
-    PyObject *result = call_method(self, s_abandon, frame, exc, NULL, NULL);
-    Py_XDECREF(type);
-    Py_XDECREF(exc);
-    Py_XDECREF(traceback);
-    return result;
+    return hand_over_error((PyObject *)self, s_abandon, frame);
 }
 
 static int
