@@ -1474,10 +1474,16 @@ offset_in(PyObject *info, PyObject *name, PyObject *offset)
 
 /* step[key] = tracer.render.text(value) */
 static int
-set_rendered(TracerCore *tr, PyObject *step, PyObject *key, PyObject *value)
+set_rendered(Core *self, TracerCore *tr, PyObject *step, PyObject *key, PyObject *value)
 {
-    PyObject *stack[2] = {tr->render, value};
-    PyObject *text = PyObject_VectorcallMethod(s_text, stack, 2, NULL);
+    long max_chars = PyLong_AsLong(self->max_chars);
+    if (max_chars == -1 && PyErr_Occurred())
+        return -1;
+    PyObject *text = atom_text(self, value, max_chars);
+    if (text == NULL && !PyErr_Occurred()) {
+        PyObject *stack[2] = {tr->render, value};
+        text = PyObject_VectorcallMethod(s_text, stack, 2, NULL);
+    }
     if (text == NULL)
         return -1;
     int rc = PyObject_SetItem(step, key, text);
@@ -1522,7 +1528,7 @@ return_event(Core *self, PyObject *frame, PyObject *arg)
         goto done;
     }
     if (yielded && !raised) {
-        rc = set_rendered(tr, step, s_yield, arg);
+        rc = set_rendered(self, tr, step, s_yield, arg);
         goto done;
     }
     if (self->cond_test != Py_None) {
@@ -1537,7 +1543,7 @@ return_event(Core *self, PyObject *frame, PyObject *arg)
     if (returned < 0)
         rc = -1;
     else if (returned && !raised)
-        rc = set_rendered(tr, step, s_ret, arg);
+        rc = set_rendered(self, tr, step, s_ret, arg);
 done:
     Py_XDECREF(off);
     Py_DECREF(step);
