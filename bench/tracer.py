@@ -5,8 +5,9 @@
   the C fast path when it is built (``--engine python``: the pure-Python line handler);
 * naive: ``sys.settrace`` that renders every local with a bounded ``reprlib.Repr`` at every line
   event (execution.md 7.1/7.3), recording (line, {name: text});
-* floor (``--floor``): a lower bound for any settrace tracer that records changes, not a tracer
-  one could use: the callback, ``f_locals``, one step record per line event, and the ``repr``
+* floor (``--floor``): a lower bound for any tracer whose handler is a Python function and
+  records changes (our C fast path is not one), not a tracer one could use: the callback,
+  ``f_locals``, one step record per line event, and the ``repr``
   of the locals the previous line stored to whose identity changed; no loop iterations,
   conditions, in-place container changes, effects of calls, canonical rendering or size caps.
 
