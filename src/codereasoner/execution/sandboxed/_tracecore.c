@@ -1,12 +1,13 @@
 /* The tracer's per-line hot path in C (optional; tracer.py works without it).
  *
- * `FrameCore` is the base class of tracer._Frame. It holds the fields the hot path touches and
- * is itself callable as a frame's f_trace: a `line` event whose offset has a cached record is
- * handled here, exactly as the pure-Python `_Frame.local` handles it; anything else (other
- * events, a stopped tracer, a first line, an offset seen for the first time) is handed to
- * `local`. Rare sub-steps call the same Python methods the Python path calls (store,
- * rebind_all, count_loops, resolve_rev, start_inline, Tracer.check_caps), so the two paths share
- * their logic wherever it is not the per-line common case. Only the public C API of CPython
+ * `FrameCore` (base of tracer._Frame) and `TracerCore` (base of tracer.Tracer) hold the fields
+ * the hot paths touch. settrace(hook) installs a C trace function that handles, exactly as the
+ * pure-Python `Tracer._global` and `_Frame.local` do, `call` events (a new frame's state),
+ * `line` events whose offset has a cached record (a frame's first line included) and `return`
+ * events; anything else (opcode and exception events, a stopped tracer, an offset seen for the
+ * first time, class bodies) is handed to `local`. Rare sub-steps call the same Python methods
+ * the Python path calls (store, bind, entry, count_loops, resolve_rev, start_inline,
+ * Tracer.check_caps), so the two paths share their logic wherever it is not the common case. Only the public C API of CPython
  * 3.11+ is used. Bump CORE_ABI when the fields or the Python-side contract change: tracer.py
  * refuses a build whose ABI differs from the one it expects.
  */
@@ -60,8 +61,9 @@ static PyTypeObject TracerCoreType;
 static PyObject *s_line, *s_local, *s_stopped, *s_store, *s_rebind_all, *s_count_loops,
     *s_resolve_rev, *s_start_inline, *s_abandon, *s_check_caps, *s_steps, *s_limit, *s_size,
     *s_render, *s_text, *s_bound, *s_with_fingerprint, *s_changes, *s_cond, *s_loops,
-    *s_f_trace_opcodes, *s_body_lo, *s_body_hi, *s_lo, *s_hi, *s_inline, *s_recheck_foreign, *s_f_trace, *s_bind, *s_drop_missing, *s_first_step, *s_entry, *s_frame, *s_fid,
-    *s_depth, *s_args, *s_qualname, *s_recs, *s_max_chars, *s_analyse, *s_call_error, *s_yields,
+    *s_f_trace_opcodes, *s_body_lo, *s_body_hi, *s_lo, *s_hi, *s_inline, *s_recheck_foreign,
+    *s_f_trace, *s_bind, *s_drop_missing, *s_first_step, *s_entry, *s_frame, *s_fid, *s_depth,
+    *s_args, *s_qualname, *s_recs, *s_max_chars, *s_analyse, *s_call_error, *s_yields,
     *s_returns, *s_class_body, *s_ret, *s_yield;
 
 /* A Tracer field: read directly when the tracer is a TracerCore, else as an attribute. */
@@ -298,6 +300,21 @@ snapshot_take(PyObject *entry, PyObject *value)
     return rc;
 }
 
+/* A tracked local's text is now `text`: if it differs from entry[1], store it and, when
+ * `report`, record the change in `step`. */
+static int
+set_text(Core *self, PyObject *entry, PyObject *name, PyObject *text, PyObject *step, int report)
+{
+    PyObject *old_text = entry_item(entry, 1);
+    int differs = old_text == NULL ? -1 : PyObject_RichCompareBool(text, old_text, Py_NE);
+    if (differs <= 0)
+        return differs;
+    Py_INCREF(text);
+    if (PyList_SetItem(entry, 1, text) < 0)
+        return -1;
+    return report ? note_change(self, step, name, text) : 0;
+}
+
 /* _Frame.recheck: look for in-place changes of the watched containers and objects. */
 static int
 recheck(Core *self, PyObject *step)
@@ -429,17 +446,8 @@ recheck(Core *self, PyObject *step)
             rc = -1;
             break;
         }
-        PyObject *old_text = entry_item(entry, 1);
-        int differs = old_text == NULL ? -1 : PyObject_RichCompareBool(text, old_text, Py_NE);
-        if (differs > 0) {
-            Py_INCREF(text);
-            if (PyList_SetItem(entry, 1, text) < 0 ||
-                (reported(name) && note_change(self, step, name, text) < 0))
-                rc = -1;
-        }
-        else if (differs < 0) {
+        if (set_text(self, entry, name, text, step, reported(name)) < 0)
             rc = -1;
-        }
         Py_DECREF(text);
     }
     Py_DECREF(items);
@@ -474,6 +482,22 @@ atom_text(Core *self, PyObject *value, long max_chars)
         return text;
     }
     return NULL;
+}
+
+/* tracer.render.text(value), with atom_text's shortcut first. */
+static PyObject *
+render_text(Core *self, PyObject *value, long max_chars)
+{
+    PyObject *text = atom_text(self, value, max_chars);
+    if (text != NULL || PyErr_Occurred())
+        return text;
+    PyObject *render = TRACER_FIELD(self, render);
+    if (render == NULL)
+        return NULL;
+    PyObject *args[2] = {render, value};
+    text = PyObject_VectorcallMethod(s_text, args, 2, NULL);
+    Py_DECREF(render);
+    return text;
 }
 
 static int
@@ -518,32 +542,14 @@ rebind_all(Core *self, PyObject *loc, PyObject *step)
         }
         else if (kind == K_ID && is_atom(value)) {
             /* an atom replaced by an atom: reuse the entry */
-            PyObject *text = atom_text(self, value, max_chars);
-            if (text == NULL && !PyErr_Occurred()) {
-                PyObject *render = TRACER_FIELD(self, render);
-                if (render != NULL) {
-                    PyObject *args[2] = {render, value};
-                    text = PyObject_VectorcallMethod(s_text, args, 2, NULL);
-                    Py_DECREF(render);
-                }
-            }
+            PyObject *text = render_text(self, value, max_chars);
             if (text == NULL) {
                 rc = -1;
             }
             else {
                 Py_INCREF(value);
                 PyList_SetItem(entry, 0, value);
-                PyObject *old_text = entry_item(entry, 1);
-                int differs = old_text == NULL ? -1 : PyObject_RichCompareBool(text, old_text, Py_NE);
-                if (differs > 0) {
-                    Py_INCREF(text);
-                    PyList_SetItem(entry, 1, text);
-                    if (reported(name))
-                        rc = note_change(self, step, name, text);
-                }
-                else if (differs < 0) {
-                    rc = -1;
-                }
+                rc = set_text(self, entry, name, text, step, reported(name)) < 0 ? -1 : 0;
                 Py_DECREF(text);
             }
         }
@@ -623,18 +629,10 @@ update_stores(Core *self, PyObject *loc, PyObject *stores, PyObject *step)
                 rc = call_method_void(self, s_store, name, value, entry ? entry : Py_None, step);
         }
         else if (rc == 0) {
+            /* As store() does: the change is recorded whatever the name. */
             Py_INCREF(value);
             PyList_SetItem(entry, 0, value);
-            PyObject *old_text = entry_item(entry, 1);
-            int differs = old_text == NULL ? -1 : PyObject_RichCompareBool(text, old_text, Py_NE);
-            if (differs > 0) {
-                Py_INCREF(text);
-                PyList_SetItem(entry, 1, text);
-                rc = note_change(self, step, name, text);
-            }
-            else if (differs < 0) {
-                rc = -1;
-            }
+            rc = set_text(self, entry, name, text, step, 1) < 0 ? -1 : 0;
         }
         Py_XDECREF(text);
         Py_XDECREF(entry);
@@ -867,11 +865,7 @@ first_step(Core *self, PyObject *frame, PyObject *line_obj)
         PyObject *entry;
         Py_INCREF(value);
         if (is_atom(value)) {
-            PyObject *text = atom_text(self, value, max_chars);
-            if (text == NULL && !PyErr_Occurred()) {
-                PyObject *stack[2] = {tr->render, value};
-                text = PyObject_VectorcallMethod(s_text, stack, 2, NULL);
-            }
+            PyObject *text = render_text(self, value, max_chars);
             entry = text == NULL ? NULL : PyList_New(4);
             if (entry != NULL) {
                 PyList_SET_ITEM(entry, 0, Py_NewRef(value));
@@ -1110,8 +1104,7 @@ hand_over_error(PyObject *target, PyObject *method, PyObject *frame)
 static PyObject *
 delegate(Core *self, PyObject *frame, PyObject *event, PyObject *arg)
 {
-    PyObject *stack[4] = {(PyObject *)self, frame, event, arg};
-    return PyObject_VectorcallMethod(s_local, stack, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    return call_method(self, s_local, frame, event, arg, NULL);
 }
 
 /* A line event of the frame this FrameCore traces. Returns the frame's next trace function. */
@@ -1326,12 +1319,6 @@ owner_of(PyObject *trace_function)
     return PyObject_TypeCheck(owner, &CoreType) ? (Core *)owner : NULL;
 }
 
-static PyObject *
-get_attr_checked(PyObject *obj, PyObject *name)
-{
-    return PyObject_GetAttr(obj, name);
-}
-
 /* _Frame(tr, info, depth) for the C fast path: the fields _Frame.__init__ sets. */
 static Core *
 new_frame(TracerCore *tr, PyObject *info)
@@ -1345,9 +1332,9 @@ new_frame(TracerCore *tr, PyObject *info)
     if (self == NULL)
         return NULL;
     self->vectorcall = core_vectorcall;
-    PyObject *qual = get_attr_checked(info, s_qualname);
-    PyObject *recs = qual == NULL ? NULL : get_attr_checked(info, s_recs);
-    PyObject *max_chars = recs == NULL ? NULL : get_attr_checked(tr->render, s_max_chars);
+    PyObject *qual = PyObject_GetAttr(info, s_qualname);
+    PyObject *recs = qual == NULL ? NULL : PyObject_GetAttr(info, s_recs);
+    PyObject *max_chars = recs == NULL ? NULL : PyObject_GetAttr(tr->render, s_max_chars);
     PyObject *template_ = max_chars == NULL ? NULL : PyDict_New();
     if (template_ == NULL)
         goto fail;
@@ -1479,11 +1466,7 @@ set_rendered(Core *self, TracerCore *tr, PyObject *step, PyObject *key, PyObject
     long max_chars = PyLong_AsLong(self->max_chars);
     if (max_chars == -1 && PyErr_Occurred())
         return -1;
-    PyObject *text = atom_text(self, value, max_chars);
-    if (text == NULL && !PyErr_Occurred()) {
-        PyObject *stack[2] = {tr->render, value};
-        text = PyObject_VectorcallMethod(s_text, stack, 2, NULL);
-    }
+    PyObject *text = render_text(self, value, max_chars);
     if (text == NULL)
         return -1;
     int rc = PyObject_SetItem(step, key, text);
@@ -1495,9 +1478,7 @@ set_rendered(Core *self, TracerCore *tr, PyObject *step, PyObject *key, PyObject
 static PyObject *
 return_event(Core *self, PyObject *frame, PyObject *arg)
 {
-    static PyObject *s_return = NULL;
-    if (s_return == NULL && (s_return = PyUnicode_InternFromString("return")) == NULL)
-        return NULL;
+    PyObject *s_return = event_names[PyTrace_RETURN];
     if (!PyObject_TypeCheck(self->tr, &TracerCoreType) || self->inline_step != Py_None)
         return delegate(self, frame, s_return, arg);
     TracerCore *tr = (TracerCore *)self->tr;
