@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <structmember.h>
 
-#define CORE_ABI 2
+#define CORE_ABI 3
 
 /* Flags of a line's "point" (tracer.py: _STORE, _MUTATE, _INPLACE, _FULL). */
 #define F_MUTATE 2
@@ -33,15 +33,14 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyObject *tr, *recs, *step, *raised, *point, *snap, *watch, *rev_loop, *rev_index, *rev_step,
         *rev_more, *cond_test, *cond_step, *inline_step, *inline_seen, *template_, *enc, *counts,
-        *loops, *off, *fn, *max_chars, *missing, *loop_type, *depth, *fid, *info, *inline_offs,
-        *qual;
+        *loops, *off, *fn, *max_chars, *depth, *fid, *info, *inline_offs, *qual;
 } Core;
 
 #define CORE_FIELDS_BUT_FN(X)                                                                  \
     X(tr) X(recs) X(step) X(raised) X(point) X(snap) X(watch) X(rev_loop) X(rev_index)         \
     X(rev_step) X(rev_more) X(cond_test) X(cond_step) X(inline_step) X(inline_seen)            \
-    X(template_) X(enc) X(counts) X(loops) X(off) X(max_chars) X(missing) X(loop_type)          \
-    X(depth) X(fid) X(info) X(inline_offs) X(qual)
+    X(template_) X(enc) X(counts) X(loops) X(off) X(max_chars) X(depth) X(fid) X(info)         \
+    X(inline_offs) X(qual)
 #define CORE_FIELDS(X) CORE_FIELDS_BUT_FN(X) X(fn)
 
 /* The fields of tracer.Tracer the hot path reads or updates on every event. */
@@ -64,7 +63,7 @@ static PyObject *s_line, *s_local, *s_stopped, *s_store, *s_rebind_all, *s_count
     *s_f_trace_opcodes, *s_body_lo, *s_body_hi, *s_lo, *s_hi, *s_inline, *s_recheck_foreign,
     *s_f_trace, *s_bind, *s_drop_missing, *s_first_step, *s_entry, *s_frame, *s_fid, *s_depth,
     *s_args, *s_qualname, *s_recs, *s_max_chars, *s_analyse, *s_call_error, *s_yields,
-    *s_returns, *s_class_body, *s_ret, *s_yield;
+    *s_returns, *s_class_body, *s_ret, *s_yield, *s_missing, *s_loop_type;
 
 /* A Tracer field: read directly when the tracer is a TracerCore, else as an attribute. */
 static PyObject *
@@ -589,8 +588,9 @@ update_stores(Core *self, PyObject *loc, PyObject *stores, PyObject *step)
             value = PyDict_GetItemWithError(loc, name);
             if (value == NULL && PyErr_Occurred())
                 return -1;
-            value = value == NULL ? self->missing : value;
-            Py_INCREF(value);
+            value = value == NULL ? TRACER_FIELD(self, missing) : Py_NewRef(value);
+            if (value == NULL)
+                return -1;
         }
         else {
             value = PyObject_GetItem(loc, name);
@@ -598,7 +598,9 @@ update_stores(Core *self, PyObject *loc, PyObject *stores, PyObject *step)
                 if (!PyErr_ExceptionMatches(PyExc_KeyError))
                     return -1;
                 PyErr_Clear();
-                value = Py_NewRef(self->missing);
+                value = TRACER_FIELD(self, missing);
+                if (value == NULL)
+                    return -1;
             }
         }
         PyObject *entry = PyDict_GetItemWithError(self->snap, name);
@@ -724,11 +726,14 @@ settle(Core *self, PyObject *frame, long line, PyObject *line_obj, PyObject *off
     PyObject *rev = self->rev_loop;
     if (rev != Py_None) {
         int inside = 0;
-        if ((PyObject *)Py_TYPE(rev) == self->loop_type) {
+        PyObject *loop_type = TRACER_FIELD(self, loop_type);
+        if (loop_type == NULL)
+            return -1;
+        if ((PyObject *)Py_TYPE(rev) == loop_type)
             inside = line_within(rev, s_body_lo, s_body_hi, line);
-            if (inside < 0)
-                return -1;
-        }
+        Py_DECREF(loop_type);
+        if (inside < 0)
+            return -1;
         if (inside)
             SET_FIELD(self->rev_loop, Py_NewRef(Py_None)); /* the header check entered the body */
         else if (call_method_void(self, s_resolve_rev, line_obj, off, NULL, NULL) < 0)
@@ -1339,8 +1344,6 @@ new_frame(TracerCore *tr, PyObject *info)
     if (template_ == NULL)
         goto fail;
     SET_FIELD(self->tr, Py_NewRef((PyObject *)tr));
-    SET_FIELD(self->missing, Py_NewRef(tr->missing));
-    SET_FIELD(self->loop_type, Py_NewRef(tr->loop_type));
     SET_FIELD(self->info, Py_NewRef(info));
     SET_FIELD(self->qual, qual);
     SET_FIELD(self->max_chars, max_chars);
@@ -1653,7 +1656,7 @@ PyInit__tracecore(void)
     INTERN(s_qualname, "qualname") INTERN(s_recs, "recs") INTERN(s_max_chars, "max_chars")
     INTERN(s_analyse, "_analyse") INTERN(s_call_error, "_call_error") INTERN(s_yields, "yields")
     INTERN(s_returns, "returns") INTERN(s_class_body, "class_body") INTERN(s_ret, "ret")
-    INTERN(s_yield, "yield")
+    INTERN(s_yield, "yield") INTERN(s_missing, "missing") INTERN(s_loop_type, "loop_type")
     INTERN(event_names[PyTrace_CALL], "call") INTERN(event_names[PyTrace_EXCEPTION], "exception")
     INTERN(event_names[PyTrace_LINE], "line") INTERN(event_names[PyTrace_RETURN], "return")
     INTERN(event_names[PyTrace_C_CALL], "c_call")

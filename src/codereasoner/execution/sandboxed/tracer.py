@@ -156,7 +156,7 @@ class TraceOverflow(Exception):
     """Raised inside the tracer to abandon tracing once a cap is reached."""
 
 
-_CORE_ABI = 2  # the _tracecore.c build this module is written against (its CORE_ABI)
+_CORE_ABI = 3  # the _tracecore.c build this module is written against (its CORE_ABI)
 
 
 def _load_accelerator() -> types.ModuleType | None:
@@ -709,11 +709,11 @@ def _literal(value: object) -> bool:
 # The fields _tracecore.FrameCore holds in C (the ones its line-event fast path uses).
 _CORE_FIELDS = (
     "cond_step", "cond_test", "counts", "depth", "enc", "fid", "fn", "info", "inline_offs",
-    "inline_seen", "inline_step", "loop_type", "loops", "max_chars", "missing", "off", "point",
-    "qual", "raised", "recs", "rev_index", "rev_loop", "rev_more", "rev_step", "snap", "step",
-    "template", "tr", "watch",
+    "inline_seen", "inline_step", "loops", "max_chars", "off", "point", "qual", "raised", "recs",
+    "rev_index", "rev_loop", "rev_more", "rev_step", "snap", "step", "template", "tr", "watch",
 )  # fmt: skip
 _FrameBase: type = object if ACCELERATOR is None else ACCELERATOR.FrameCore
+_TracerBase: type = object if ACCELERATOR is None else ACCELERATOR.TracerCore
 
 
 class _Frame(_FrameBase):
@@ -726,8 +726,6 @@ class _Frame(_FrameBase):
     def __init__(self, tr: Tracer, info: _CodeInfo, depth: int) -> None:
         # _tracecore.c's new_frame sets the same fields: keep the two in step.
         self.tr = tr
-        self.missing = _MISSING
-        self.loop_type = _Loop
         self.info = info
         self.qual = info.qualname
         self.max_chars = tr.render.max_chars
@@ -1296,7 +1294,7 @@ def _owner(trace_function: object) -> _Frame | None:
 # ---------------------------------------------------------------------------------------
 
 
-class Tracer(object if ACCELERATOR is None else ACCELERATOR.TracerCore):  # type: ignore[misc]
+class Tracer(_TracerBase):
     """Traces one call at a time; see the module docstring for the trace format and policies.
 
     With the C fast path, ``steps``, ``size``, ``limit``, ``stopped`` and ``render`` are fields
