@@ -17,18 +17,14 @@ from types import ModuleType
 
 import pytest
 
-from codereasoner import values
-from codereasoner.benchmarks.reval import case_program as reval_program
 from codereasoner.execution import Call, Pool, Program, TraceOptions, parse_call
 from codereasoner.synth.generators.offline import OfflineGenerator
 from codereasoner.trace import trace_batches
-from tests.conftest import SHARED_DATA
 from tests.trace import load_flat
+from tests.trace.test_sandbox_trace import CORE, REVAL, _core_work, _reval_work
 from tests.trace.test_tracer import _ProgramGenerator, load
 
 tracer = load_flat("tracer")
-CORE = SHARED_DATA / "core" / "core_qa.json"
-REVAL = SHARED_DATA / "reval" / "DREval_data.jsonl"
 
 
 def test_the_c_fast_path_is_built_and_chosen_by_default() -> None:
@@ -117,16 +113,10 @@ def _synthesized(count: int) -> list[tuple[Program, list[Call]]]:
 def _benchmark_work() -> list[tuple[Program, list[Call]]]:
     work: list[tuple[Program, list[Call]]] = []
     if CORE.exists():
-        for record in json.loads(CORE.read_text()):
-            entry = record["meta_data"]["func_name"]
-            program = Program(record["source_code"], entry=entry, preamble="from typing import *")
-            work.append((program, [Call(entry, tuple(values.parse("[" + record["input"] + "]")))]))
+        work += _core_work(json.loads(CORE.read_text()))
     if REVAL.exists():
-        for line in REVAL.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                for case in row["inputs"]:
-                    work.append((reval_program(row, case), [Call("__reval_case__")]))
+        rows = [json.loads(line) for line in REVAL.read_text().splitlines() if line.strip()]
+        work += _reval_work(rows)[0]
     return work
 
 

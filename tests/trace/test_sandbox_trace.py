@@ -129,14 +129,20 @@ def test_core_probe_numbering_matches_the_documented_count(pool: Pool) -> None:
     assert (hits, len(records)) == (216, 242)
 
 
-@pytest.mark.skipif(not REVAL.exists(), reason="shared benchmark data not available")
-def test_reval_programs_trace_in_the_sandbox_like_plain_execution(pool: Pool) -> None:
-    rows = [json.loads(line) for line in REVAL.read_text().splitlines() if line.strip()]
+def _reval_work(rows: list[dict]) -> tuple[list[tuple[Program, list[Call]]], list[str]]:
+    """Every REval program with one of its inputs, and a name for each."""
     work, names = [], []
     for row in rows:
         for index, case in enumerate(row["inputs"]):
             work.append((_reval_program(row, case), [Call("__reval_case__")]))
             names.append(f"{row['task_id']} input {index}")
+    return work, names
+
+
+@pytest.mark.skipif(not REVAL.exists(), reason="shared benchmark data not available")
+def test_reval_programs_trace_in_the_sandbox_like_plain_execution(pool: Pool) -> None:
+    rows = [json.loads(line) for line in REVAL.read_text().splitlines() if line.strip()]
+    work, names = _reval_work(rows)
     assert len(work) == 987
     plain = pool.run_all([Batch(program, calls, BENCH_LIMITS) for program, calls in work])
     options = TraceOptions(finish_untraced=True)
