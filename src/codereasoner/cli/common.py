@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -30,6 +30,14 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print one clear error line and exit non-zero."""
     error_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+# The program file and the call of `run` and `trace` (read with read_program_and_call).
+ProgramFile = Annotated[Path, typer.Argument(help="Python source file defining the entry point.")]
+CallText = Annotated[
+    str,
+    typer.Option("--call", "-c", help="The call, e.g. \"f(1, 'a')\"; arguments must be literals."),
+]
 
 
 def read_program_and_call(file: Path, call: str) -> tuple[str, Call]:

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from codereasoner.cli.common import console, fail, open_pool, read_program_and_call, result_table
+from codereasoner.cli.common import (
+    CallText,
+    ProgramFile,
+    console,
+    fail,
+    open_pool,
+    read_program_and_call,
+    result_table,
+)
 from codereasoner.execution import Limits, Program
 from codereasoner.execution.determinism import nondeterministic_calls, observable
 
@@ -25,13 +32,8 @@ def _parse_seeds(text: str) -> list[int]:
 
 
 def run_command(
-    file: Annotated[Path, typer.Argument(help="Python source file defining the entry point.")],
-    call: Annotated[
-        str,
-        typer.Option(
-            "--call", "-c", help="The call, e.g. \"f(1, 'a')\"; arguments must be literals."
-        ),
-    ],
+    file: ProgramFile,
+    call: CallText,
     timeout: Annotated[float, typer.Option(help="CPU-time limit per call, seconds.")] = 2.0,
     memory_mb: Annotated[int, typer.Option(help="Memory budget per call, MiB.")] = 512,
     seeds: Annotated[

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,7 +10,14 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from codereasoner.cli.common import console, fail, open_pool, read_program_and_call
+from codereasoner.cli.common import (
+    CallText,
+    ProgramFile,
+    console,
+    fail,
+    open_pool,
+    read_program_and_call,
+)
 from codereasoner.execution import Limits, Program, TraceOptions
 from codereasoner.trace import ExecutionTrace, to_json, to_text, trace_call
 
@@ -52,13 +58,8 @@ def steps_table(trace: ExecutionTrace, source: str) -> Table:
 
 
 def trace_command(
-    file: Annotated[Path, typer.Argument(help="Python source file defining the entry point.")],
-    call: Annotated[
-        str,
-        typer.Option(
-            "--call", "-c", help="The call, e.g. \"f(1, 'a')\"; arguments must be literals."
-        ),
-    ],
+    file: ProgramFile,
+    call: CallText,
     as_json: Annotated[bool, typer.Option("--json", help="Print the trace as JSON.")] = False,
     as_text: Annotated[
         bool, typer.Option("--text", help="Print the compact text form used in prompts.")
