@@ -2,16 +2,26 @@
 
 Stdlib only, with no package-relative imports and no module-level side effects: this file
 is also copied into the sandbox and imported there as a standalone module.
+
+Untrusted text is bounded before any costly work: `parse` refuses a text over ``max_chars``
+at once, a text with more separators (commas and colons outside string literals) than
+``max_nodes`` before the compiler builds its syntax tree, and a set, frozenset or dict display
+whose elements or keys collide in ``hash()`` more than ``MAX_HASH_COLLISIONS`` times (such a
+value costs quadratic time to build and to compare: 38,000 ints that are multiples of 2**61 - 1
+take seconds) before the container is built. Values `parse` returns therefore build and compare
+in linear time.
 """
 
 from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Iterable
 from typing import NoReturn, TypeGuard
 
 __all__ = [
+    "MAX_HASH_COLLISIONS",
     "POLICIES",
     "NotALiteral",
     "RenderLimitExceeded",
@@ -23,6 +33,11 @@ __all__ = [
 ]
 
 POLICIES: tuple[str, ...] = ("strict", "exact", "lenient")
+# Distinct elements of one set (keys of one dict) that may share one hash value. Benign values
+# rarely have two (hash(-1) == hash(-2)); each costs every later insertion or lookup of that hash.
+MAX_HASH_COLLISIONS = 16
+# Containers smaller than this are built without the collision check (bounded cost anyway).
+_HASH_CHECK_FROM = 32
 
 
 class ValueParseError(ValueError):
@@ -212,23 +227,46 @@ class _Parser:
 
     def convert_dict(self, node: ast.Dict, depth: int) -> dict[object, object]:
         inner = self.enter(depth)
-        result: dict[object, object] = {}
+        pairs: list[tuple[object, object]] = []
         for key_node, value_node in zip(node.keys, node.values, strict=True):
             if key_node is None:
                 self.fail("dict unpacking '**'", value_node)
             key = self.convert(key_node, inner)
             value = self.convert(value_node, inner)
             try:
-                result[key] = value
+                hash(key)
             except TypeError:
                 self.fail(f"unhashable dict key of type {type_name(key)}", key_node)
-        return result
+            pairs.append((key, value))
+        self.check_collisions([key for key, _ in pairs], "dict keys", node)
+        return dict(pairs)
 
     def make_set(self, items: Iterable[object], frozen: bool, node: ast.AST) -> object:
+        elements = list(items)
         try:
-            return frozenset(items) if frozen else set(items)
+            self.check_collisions(elements, "set elements", node)
+            return frozenset(elements) if frozen else set(elements)
         except TypeError:
             self.fail("unhashable set element", node)
+
+    def check_collisions(self, items: list[object], what: str, node: ast.AST) -> None:
+        """Refuse items of which too many distinct ones share a hash (quadratic to build)."""
+        if len(items) < _HASH_CHECK_FROM:
+            return
+        hashes = list(map(hash, items))
+        if len(hashes) - len(set(hashes)) <= MAX_HASH_COLLISIONS:
+            return  # no hash value can be shared by more than that many items
+        buckets: dict[int, list[object]] = {}
+        for item, key in zip(items, hashes, strict=True):
+            bucket = buckets.setdefault(key, [])
+            # Items are plain literals: == runs no user code; at most MAX_HASH_COLLISIONS + 1.
+            if not any(other is item or other == item for other in bucket):
+                bucket.append(item)
+                if len(bucket) > MAX_HASH_COLLISIONS:
+                    raise ValueParseError(
+                        f"more than {MAX_HASH_COLLISIONS} distinct {what} with one hash value "
+                        f"at {self.where(node)} (quadratic to build and compare)"
+                    )
 
     def convert_name(self, node: ast.Name) -> object:
         if node.id in _CONSTANT_NAMES:
@@ -326,12 +364,39 @@ class _Parser:
         return self.make_set(items, frozen, node)
 
 
+# String literals (any prefix, single or triple quoted; a backslash always escapes the next
+# character, as the tokenizer reads raw strings too), to leave them out of the separator count.
+_STRING_LITERAL = re.compile(
+    "'''(?:[^\\\\]|\\\\.)*?'''"
+    '|"""(?:[^\\\\]|\\\\.)*?"""'
+    "|'(?:[^'\\\\\\n]|\\\\.)*'"
+    '|"(?:[^"\\\\\\n]|\\\\.)*"',
+    re.DOTALL,
+)
+
+
+def _separators(text: str, enough: int) -> int:
+    """Commas and colons outside string literals (each follows a distinct syntax node); exact
+    once the raw count reaches ``enough``, else the raw count."""
+    count = text.count(",") + text.count(":")
+    if count >= enough and ("'" in text or '"' in text):
+        count = sum(len(part) - len(part.translate(_SEPARATORS))
+                    for part in _STRING_LITERAL.split(text))  # fmt: skip
+    return count
+
+
+_SEPARATORS = {ord(","): None, ord(":"): None}
+
+
 def parse(
     text: str, *, max_chars: int = 1_000_000, max_depth: int = 100, max_nodes: int = 200_000
 ) -> object:
     """Parse a Python literal (plus JSON spellings and inf/nan forms) without evaluating code.
 
     Raises ValueParseError, with a one-line message, for anything else or any exceeded limit.
+    The limits are applied before the costly work: the length first, then a lower bound on the
+    syntax nodes (separators outside strings) before the text is compiled, the exact node count
+    and depth while converting, and hash collisions before a set or dict is built.
     """
     if type(text) is not str:
         raise ValueParseError(f"expected str, got {type_name(text)}")
@@ -340,6 +405,8 @@ def parse(
     source = text.strip()
     if not source:
         raise ValueParseError("empty answer")
+    if _separators(source, max_nodes) >= max_nodes:
+        raise ValueParseError(f"more than {max_nodes} syntax nodes")
     try:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:

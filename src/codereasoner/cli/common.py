@@ -1,8 +1,19 @@
-"""Helpers shared by commands: one-line errors and result rendering."""
+"""Helpers shared by commands: one-line errors, result rendering and untrusted text.
+
+Everything a sandboxed program produces (its stdout and stderr, exception texts, values, type
+and frame names, trace contents) is untrusted: before it reaches a terminal it goes through
+:func:`safe_text`, which makes control characters visible (``\\x1b``, ``\\r``, ``\\u202e``, ...)
+so that no ANSI or OSC escape sequence, carriage return or bidi override takes effect, and is
+shown as plain :class:`rich.text.Text` (``safe_cell``), never parsed as markup, so that ``[/]`` or
+``:emoji:`` in it is shown as typed. JSON output goes through :func:`dump_json`
+(ASCII-escaped, never ``NaN`` or ``Infinity``).
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,8 +21,10 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from codereasoner.execution import (
     Call,
@@ -24,6 +37,49 @@ from codereasoner.execution import (
 
 console = Console()
 error_console = Console(stderr=True)
+
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), bidi controls, lone
+# surrogates (which cannot even be encoded for the terminal).
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe_text(text: object) -> str:
+    """Untrusted text made safe for a terminal: control characters shown as escapes."""
+    return _UNSAFE.sub(_visible, text if type(text) is str else str(text))
+
+
+def safe_markup(text: object) -> str:
+    """:func:`safe_text`, escaped for Rich markup (for text the user typed, such as a file name;
+    prefer :func:`safe_cell` for text from the sandbox, which leaves ``:emoji:`` codes as typed)."""
+    return escape(safe_text(text))
+
+
+def safe_cell(text: object, style: str = "") -> Text:
+    """:func:`safe_text` as a Rich ``Text``: no markup, no emoji codes, no highlighting."""
+    return Text(safe_text(text), style=style)
+
+
+def _finite(value: object) -> object:
+    if type(value) is float and not math.isfinite(value):
+        return None
+    if type(value) is dict:
+        return {key: _finite(item) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return [_finite(item) for item in value]  # type: ignore[union-attr]
+    return value
+
+
+def dump_json(payload: object, indent: int | None = None) -> str:
+    """JSON text for output: ASCII only (escapes every control character and lone surrogate),
+    non-finite floats written as null, so the output is always valid JSON."""
+    return json.dumps(_finite(payload), indent=indent, allow_nan=False, default=str)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -92,24 +148,31 @@ STATUS_STYLE = {"ok": "green", "timeout": "yellow", "memory": "yellow", "output_
 
 
 def result_table(result: ExecResult, title: str) -> Table:
+    """The result of a call as a table; every text from the sandbox goes through safe_text."""
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     style = STATUS_STYLE.get(result.status.value, "red")
-    table.add_row("status", f"[{style}]{result.status.value}[/]")
+    table.add_row("status", safe_cell(result.status.value, style))
     if result.ok:
-        table.add_row("value", result.value or "")
+        table.add_row("value", safe_cell(result.value or ""))
         table.add_row(
-            "type", (result.value_type or "") + ("" if result.is_literal else " (not a literal)")
+            "type",
+            safe_cell(
+                (result.value_type or "") + ("" if result.is_literal else " (not a literal)")
+            ),
         )
     else:
         table.add_row(
-            "exception", f"{result.exception_type or ''}: {result.exception_message or ''}"
+            "exception",
+            safe_cell(f"{result.exception_type or ''}: {result.exception_message or ''}"),
         )
     if result.stdout:
-        table.add_row("stdout", result.stdout + (" [truncated]" if result.stdout_truncated else ""))
+        table.add_row(
+            "stdout", safe_cell(result.stdout + (" [truncated]" if result.stdout_truncated else ""))
+        )
     if result.stderr:
-        table.add_row("stderr", result.stderr)
+        table.add_row("stderr", safe_cell(result.stderr))
     table.add_row("resources", f"wall {result.wall_ms:.1f} ms, CPU {result.cpu_ms:.1f} ms, "
                   f"max RSS {result.max_rss_kb / 1024:.1f} MiB")  # fmt: skip
     return table

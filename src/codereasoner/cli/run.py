@@ -1,21 +1,27 @@
-"""``codereasoner run``: run one call of a program in the sandbox."""
+"""``codereasoner run``: run one call of a program in the sandbox.
+
+The result is re-checked against the limits the call ran under (``ExecResult.checked``); all text
+from the sandbox reaches the terminal through ``safe_text`` and JSON through ``dump_json``.
+"""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from codereasoner.cli.common import (
     CallText,
     ProgramFile,
     console,
+    dump_json,
     fail,
     open_pool,
     read_program_and_call,
     result_table,
+    safe_cell,
+    safe_markup,
 )
 from codereasoner.execution import Limits, Program
 from codereasoner.execution.determinism import nondeterministic_calls, observable
@@ -53,7 +59,7 @@ def run_command(
     outcomes = {}
     for seed in seed_list:
         with open_pool(workers=1, limits=limits, hash_seed=seed, isolation=isolation) as pool:
-            outcomes[seed] = pool.run(program, parsed)
+            outcomes[seed] = pool.run(program, parsed).checked(limits)
             isolation_text = pool.isolation
             sandbox_python = pool.plan.python_version
     first = outcomes[seed_list[0]]
@@ -68,9 +74,11 @@ def run_command(
             "deterministic": not unstable,
             "by_seed": {str(seed): list(observable(result)) for seed, result in outcomes.items()},
         }
-        typer.echo(json.dumps(payload, indent=2, default=str))
+        typer.echo(dump_json(payload, indent=2))
     else:
-        console.print(result_table(first, f"{escape(file.name)}: {escape(parsed.render())}"))
+        console.print(
+            result_table(first, f"{safe_markup(file.name)}: {safe_markup(parsed.render())}")
+        )
         console.print(f"[dim]sandbox: {isolation_text}; Python {sandbox_python}; "
                       f"PYTHONHASHSEED={seed_list[0]}[/]")  # fmt: skip
         if len(seed_list) > 1:
@@ -78,7 +86,7 @@ def run_command(
             console.print(f"outcome under seeds {', '.join(map(str, seed_list))}: {verdict}")
             if unstable:
                 for seed, result in outcomes.items():
-                    console.print(f"  seed {seed}: {escape(result.describe())}")
+                    console.print(Text(f"  seed {seed}: "), safe_cell(result.describe()), sep="")
     if not first.ok or unstable:
         raise typer.Exit(1)
 

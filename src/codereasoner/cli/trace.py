@@ -1,11 +1,16 @@
-"""``codereasoner trace``: trace one call in the sandbox and show every step."""
+"""``codereasoner trace``: trace one call in the sandbox and show every step.
+
+Traces arrive checked (``trace_call`` re-applies the caps and the schema in the parent). Every
+text in them (values, names, exception messages) and the call's stdout/stderr is untrusted and
+reaches the terminal through ``safe_text`` as plain ``Text``; ``--json`` goes through
+``dump_json``. A call whose trace was capped is reported as stopped, not as returning.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
@@ -14,16 +19,20 @@ from codereasoner.cli.common import (
     CallText,
     ProgramFile,
     console,
+    dump_json,
     fail,
     open_pool,
     read_program_and_call,
+    safe_cell,
+    safe_markup,
+    safe_text,
 )
-from codereasoner.execution import Limits, Program, TraceOptions
-from codereasoner.trace import ExecutionTrace, to_json, to_text, trace_call
+from codereasoner.execution import ExecResult, Limits, Program, TraceOptions
+from codereasoner.trace import ExecutionTrace, to_text, trace_call
 
 
 def _code_cell(lines: list[str], number: int) -> Text:
-    text = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+    text = safe_text(lines[number - 1].strip()) if 0 < number <= len(lines) else ""
     cell = Syntax(text, "python", theme="ansi_dark").highlight(text)
     cell.rstrip()
     return cell
@@ -34,9 +43,9 @@ def _changes_cell(values: dict[str, str | None]) -> Text:
     for index, (name, value) in enumerate(values.items()):
         if index:
             cell.append(", ")
-        cell.append(name, style="bold cyan")
+        cell.append(safe_text(name), style="bold cyan")
         cell.append(" = ")
-        cell.append("<deleted>" if value is None else value, style="yellow")
+        cell.append("<deleted>" if value is None else safe_text(value), style="yellow")
     return cell
 
 
@@ -52,9 +61,29 @@ def steps_table(trace: ExecutionTrace, source: str) -> Table:
         code = _code_cell(lines, step.line)
         if step.cond is not None:
             code.append(f"  → {step.cond}", style="green" if step.cond else "red")
-        table.add_row(str(index), str(step.line), escape(step.frame), loop, code,
+        table.add_row(str(index), str(step.line), safe_cell(step.frame), loop, code,
                       _changes_cell(changes))  # fmt: skip
     return table
+
+
+def outcome_text(trace: ExecutionTrace, result: ExecResult) -> str:
+    """How the call ended, as the trace and the result tell it (untrusted: pass to safe_text)."""
+    if trace.exception is not None:
+        return f"raises {trace.exception.type}: {trace.exception.message}".rstrip(": ")
+    if trace.return_value is not None:
+        return f"returns {trace.return_value}"
+    if trace.partial:
+        why = f"trace stopped early ({trace.partial_reason})"
+        return f"did not finish: {why if result.ok else result.describe()}"
+    return f"ended without a return value: {result.describe()}"
+
+
+def _print_output(result: ExecResult) -> None:
+    for name, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        if text:
+            truncated = " (truncated)" if name == "stdout" and result.stdout_truncated else ""
+            console.print(Text(f"{name}{truncated}:", style="bold"))
+            console.print(safe_cell(text.rstrip("\n")))
 
 
 def trace_command(
@@ -79,21 +108,23 @@ def trace_command(
     with open_pool(workers=1, limits=limits, isolation=isolation) as pool:
         traced = trace_call(pool, Program(source, entry=parsed.entry), parsed, options)
     if traced.trace is None:
-        fail(f"no trace: the call ended with {traced.result.describe()}", code=1)
+        fail(safe_markup(f"no trace: the call ended with {traced.result.describe()}"), code=1)
     trace = traced.trace
     if as_json:
-        typer.echo(to_json(trace))
+        typer.echo(dump_json(trace.to_dict()))
     elif as_text:
-        typer.echo(to_text(trace, source=source))
+        typer.echo(safe_text(to_text(trace, source=source)))
     else:
         console.print(steps_table(trace, source))
+        _print_output(traced.result)
         if trace.partial:
-            console.print(f"[yellow]trace incomplete: {escape(str(trace.partial_reason))}[/]")
-        outcome = (f"raises {trace.exception.type}: {trace.exception.message}" if trace.exception
-                   else f"returns {trace.return_value}")  # fmt: skip
-        console.print(f"{escape(parsed.render())} {escape(outcome)}  "
-                      f"[dim]({len(trace)} steps, lines covered: "
-                      f"{', '.join(map(str, sorted(trace.coverage())))})[/]")  # fmt: skip
+            console.print(safe_cell(f"trace incomplete: {trace.partial_reason}", "yellow"))
+        covered = ", ".join(map(str, sorted(trace.coverage())))
+        console.print(
+            safe_cell(f"{parsed.render()} {outcome_text(trace, traced.result)}"),
+            Text(f"  ({len(trace)} steps, lines covered: {covered})", style="dim"),
+            sep="",
+        )
     if not traced.result.ok:
         raise typer.Exit(1)
 

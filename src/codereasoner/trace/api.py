@@ -1,4 +1,9 @@
-"""Trace calls in the sandbox: the ground truth for every intermediate state."""
+"""Trace calls in the sandbox: the ground truth for every intermediate state.
+
+Every result is re-checked here against the limits and trace options it ran under (a forged or
+oversized trace from the sandbox becomes a ``ProtocolViolation`` result without a trace), so
+that what reaches the caller is bounded whatever the sandboxed program wrote.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from codereasoner.execution import Batch, Call, ExecResult, Limits, Pool, Program, TraceOptions
+from codereasoner.execution.protocol import WireFormatError
 from codereasoner.trace.model import ExecutionTrace
 
 
@@ -18,9 +24,14 @@ class TracedCall:
     trace: ExecutionTrace | None
 
 
-def _traced(result: ExecResult) -> TracedCall:
-    trace = ExecutionTrace.from_wire(result.trace) if result.trace is not None else None
-    return TracedCall(result, trace)
+def _traced(result: ExecResult, limits: Limits, options: TraceOptions) -> TracedCall:
+    result = result.checked(limits, options)
+    if result.trace is None:
+        return TracedCall(result, None)
+    try:
+        return TracedCall(result, ExecutionTrace.from_wire(result.trace, options))
+    except WireFormatError as exc:
+        return TracedCall(ExecResult.protocol_violation(f"trace: {exc}"), None)
 
 
 def trace_batches(
@@ -31,9 +42,10 @@ def trace_batches(
 ) -> Iterator[list[TracedCall]]:
     """Trace many programs' calls across the pool's workers, in submission order."""
     chosen = options or TraceOptions()
+    ran_under = limits or pool.limits
     batches = (Batch(program, calls, limits, chosen) for program, calls in work)
     for results in pool.map(batches):
-        yield [_traced(result) for result in results]
+        yield [_traced(result, ran_under, chosen) for result in results]
 
 
 def trace_calls(

@@ -12,6 +12,11 @@ Values are texts: canonical literals (``values.render``) or markers such as ``<N
 value of ``None`` means the name was deleted (or went out of scope); the wire form leaves
 ``changes`` out when nothing changed. ``fid`` numbers frame instances (0 is the entry call), so
 recursive calls and resumed generators can be told apart.
+
+The wire form comes from the sandbox, so ``from_wire`` checks it first
+(:func:`codereasoner.execution.protocol.check_trace_wire`: exact field types, step count and size
+within the caps) and raises :class:`~codereasoner.execution.protocol.WireFormatError`, a
+``ValueError``, naming the first problem.
 """
 
 from __future__ import annotations
@@ -21,7 +26,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["ExceptionInfo", "ExecutionTrace", "Step"]
+from codereasoner.execution.protocol import (
+    TraceOptions,
+    WireFormatError,
+    check_step_wire,
+    check_trace_wire,
+)
+
+__all__ = ["ExceptionInfo", "ExecutionTrace", "Step", "WireFormatError"]
 
 _EMPTY: Mapping[str, str | None] = MappingProxyType({})
 
@@ -48,7 +60,10 @@ class Step:
         return self.loops[-1][1] if self.loops else None
 
     @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> Step:
+    def from_wire(cls, data: Mapping[str, Any], *, checked: bool = False) -> Step:
+        """A step from its wire form; checked first unless ``checked`` says it already was."""
+        if not checked:
+            check_step_wire(data)
         args = data.get("args")
         return cls(
             line=int(data["line"]),
@@ -103,10 +118,15 @@ class ExecutionTrace:
     events: int = 0
 
     @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> ExecutionTrace:
+    def from_wire(
+        cls, data: Mapping[str, Any], options: TraceOptions | None = None
+    ) -> ExecutionTrace:
+        """A trace from its wire form, checked against the schema and ``options``' caps (the
+        hard parent caps without them); raises WireFormatError."""
+        check_trace_wire(data, options)
         exception = data.get("exception")
         return cls(
-            steps=tuple(Step.from_wire(step) for step in data.get("steps") or ()),
+            steps=tuple(Step.from_wire(step, checked=True) for step in data.get("steps") or ()),
             return_value=data.get("return"),
             return_literal=bool(data.get("return_literal", False)),
             exception=None
