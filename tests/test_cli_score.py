@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SHARED_DATA
+from tests.fixtures import official_verdicts
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CRUX = FIXTURES / "cruxeval"
@@ -35,7 +36,7 @@ def hand_pass_at_k(verdicts: dict[str, list[bool | None]], k: int, official: boo
 
 @pytest.mark.parametrize(("bench", "task"), [("cruxeval-o", "output"), ("cruxeval-i", "input")])
 def test_score_fixture_generations_json(bench: str, task: str) -> None:
-    expected = json.loads((CRUX / f"{task}_expected.json").read_text())
+    expected = official_verdicts(task)
     done = cli("score", "--bench", bench, "--generations", CRUX / f"{task}_generations.json",
                "--data-dir", CRUX, "--json", "--strict-report", "--timeout", "0.5")  # fmt: skip
     assert done.returncode == 0, done.stderr

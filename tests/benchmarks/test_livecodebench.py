@@ -11,6 +11,7 @@ from codereasoner import benchmarks
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.livecodebench import BASE_IMPORTS
 from codereasoner.execution import Limits, Pool
+from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks import Answer, ParseFailure, Reason, run_plans, truth_jobs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "livecodebench"
@@ -22,7 +23,7 @@ def test_execution_items_are_ordered_by_sample_number() -> None:
     assert [item.id for item in items] == ["sample_0", "sample_1", "sample_2", "sample_10"]
     first = items[0]
     assert first.entry == "rankOf" and first.call == "rankOf(a = [5, 1, 3], x = 4)"
-    assert first.program.startswith(BASE_IMPORTS) and first.program.endswith(first.fields["code"])
+    assert first.program.startswith(SITE_PACKAGES_PREAMBLE + BASE_IMPORTS) and first.program.endswith(first.fields["code"])
     assert first.metadata["difficulty"] == "hard"
     assert items[2].metadata["contest_date"] == "2023-05-20T00:00:00"  # epoch milliseconds
 

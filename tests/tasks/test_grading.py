@@ -25,6 +25,7 @@ from codereasoner.tasks import (
     run_plans,
     truth_jobs,
 )
+from tests.fixtures import DEVIATIONS, official_verdicts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cruxeval"
 FAST = Limits(timeout_s=0.5, wall_timeout_s=1.5, memory_mb=512)
@@ -36,8 +37,7 @@ def load(
     bench = benchmarks.get("cruxeval-o" if task == "output" else "cruxeval-i")
     items = bench.load(FIXTURES)
     generations = json.loads((FIXTURES / f"{task}_generations.json").read_text())
-    expected = json.loads((FIXTURES / f"{task}_expected.json").read_text())
-    return items, generations, expected
+    return items, generations, official_verdicts(task)
 
 
 @pytest.mark.parametrize("task", ["output", "input"])
@@ -48,6 +48,10 @@ def test_verdicts_match_hand_decided_ones(pool: Pool, task: str, grading: str) -
     plans = [kind.plan(item, [Answer(g) for g in generations[item.id]], grading) for item in items]
     for item, scores in zip(items, run_plans(pool, plans, FAST), strict=True):
         got = [None if s.skipped else s.correct for s in scores]
+        for sample, score in enumerate(scores):
+            deviation = DEVIATIONS.get((task, item.id, sample)) if grading == "official" else None
+            if deviation is not None:
+                assert (score.correct, score.reason.value) == (False, deviation), score
         assert got == expected[grading][item.id], (
             item.id,
             [(s.reason.value, s.detail) for s in scores],
@@ -68,7 +72,17 @@ def test_reasons_explain_each_verdict(pool: Pool) -> None:
     assert reason("sample_0", "(2, 6)") is Reason.WRONG
     assert reason("sample_0", "[2, 6") is Reason.SYNTAX_ERROR
     assert reason("sample_0", "f([1, 2, 3])") is Reason.COPIED
-    assert reason("sample_0", "2, 6") is Reason.ASSERTION_FAILED  # the tuple becomes the message
+    assert reason("sample_0", "2, 6") is Reason.WRONG  # `6` is the message, dropped: 2 != [2, 6]
+    assert reason("sample_0", "[2, 6], 'message'") is Reason.CORRECT
+    assert reason("sample_0", "[2, 6] or True") is Reason.UNSUPPORTED_ASSERTION
+    assert reason("sample_0", "[2, 6] == [2, 6]") is Reason.CORRECT
+    assert reason("sample_0", "[2, 6] == [2, 7]") is Reason.WRONG
+    assert reason("sample_0", "[2, 6] and 1") is Reason.CORRECT
+    assert reason("sample_0", "[2, 6] and 0") is Reason.WRONG
+    assert reason("sample_0", "[2, 6] != [2, 7]") is Reason.UNSUPPORTED_ASSERTION
+    assert reason("sample_0", "[2, 6]\nassert 1 == 2") is Reason.ASSERTION_FAILED
+    assert reason("sample_0", "[2, 6]\nx = 1") is Reason.CORRECT
+    assert reason("sample_0", "x" * 100_001) is Reason.ANSWER_TOO_LONG
     assert reason("sample_1", "[c, b, a]") is Reason.ERROR  # NameError, raised in the sandbox
     assert reason("sample_5", "true") is Reason.ERROR
     assert reason("sample_5", "true", "strict") is Reason.CORRECT

@@ -16,7 +16,7 @@ from codereasoner.tasks import Answer, Item, ParseFailure, Reason, run_plans, te
 from codereasoner.tasks.path import answer_lines
 from codereasoner.tasks.reval_output import completed_answer, penalized
 from codereasoner.tasks.reval_tasks import KINDS, RevalTasks
-from codereasoner.tasks.state_answers import NIL, parse_state, state_verdict
+from codereasoner.tasks.state_answers import NIL, StateError, parse_state, state_verdict
 from tests.conftest import SHARED_DATA
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"
@@ -234,7 +234,7 @@ def test_composite_extraction_needs_the_item_for_kind_rules() -> None:
         ("[1, 2]; List[int]", ([1, 2], "list")), ("(1, 2); tuple[int, int]", ((1, 2), "tuple")),
         ("1, 2; int, int", ((1, 2), "tuple")), ("5; <class 'int'>", (5, "int")),
         ("None; NoneType", (None, "NoneType")), ("abc; str", ("abc", "str")),
-        ("true; bool", (True, "bool")),
+        ("true; str", ("true", "str")),  # eval fails upstream: the raw text
         # greedy generic removal: list[tuple[...]] keeps "list[tuple", which contains "tuple"
         ("[(1, 2)]; list[tuple[int, int]]", ([(1, 2)], "tuple")),
     ],
@@ -242,6 +242,25 @@ def test_composite_extraction_needs_the_item_for_kind_rules() -> None:
 def test_state_answers_parse(answer: str, parsed: object) -> None:
     found = parse_state(answer)
     assert found == NIL if parsed == NIL else (found.value, found.type) == parsed  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("answer", ["true; bool", "null; int", "[1, inf]; list", "nan; float",
+                                    "<class 'int'>; type", "b''; bytearray"])
+def test_state_answers_upstream_cannot_evaluate_are_wrong(answer: str) -> None:
+    """Upstream evals the value: JSON spellings and bare inf/nan are NameErrors there, a
+    ``<class ...>`` value a syntax error, and ``b''`` is bytes, not a bytearray."""
+    truth = {"bool": [["bool", "True"]], "int": [["int", "None"], ["NoneType", "None"]],
+             "list": [["list", "[1, float('inf')]"]], "float": [["float", "float('nan')"]],
+             "type": [["type", "int"]], "bytearray": [["bytearray", "b''"]]}  # fmt: skip
+    kind = answer.rpartition(";")[2].strip()
+    assert state_verdict(parse_state(answer), truth[kind])[0] is False
+
+
+def test_state_answers_json_spellings_are_a_named_leniency() -> None:
+    lenient = parse_state("true; bool", json_spellings=True)
+    assert (lenient.value, lenient.type) == (True, "bool")  # type: ignore[union-attr]
+    assert state_verdict(lenient, [["bool", "True"]])[0] is True
+    assert isinstance(parse_state("true; bool"), StateError)
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from typing import Any
 
 from codereasoner.benchmarks.cache import DataUnavailable, Source
 from codereasoner.benchmarks.records import read_jsonl, unique_ids
+from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks import Item
 
 COMMIT = "28fef95ea8c9f7a547c8329f2cd3d32b92c1fa24"
@@ -22,8 +23,9 @@ _ROWS = "https://datasets-server.huggingface.co/rows?dataset=livecodebench%2F{}&
 EXECUTION = Source("execution-v2.jsonl", _ROWS.format("execution-v2"), kind="hf-rows")
 TEST_GENERATION = Source("test_generation.jsonl", _ROWS.format("test_generation"), kind="hf-rows")
 
-# The names upstream's BASE_IMPORTS binds before every program (benchmarks.md §3.6), in its order,
-# so that `bisect` ends up as the module. numpy and pandas are imported when installed.
+# Upstream's BASE_IMPORTS (benchmarks.md §3.6), run before every program, in its order, so that
+# `bisect` ends up as the module. As upstream, numpy and pandas must be installed (Debian:
+# python3-numpy, python3-pandas, for the sandbox's interpreter): without them every answer fails.
 BASE_IMPORTS = """\
 from itertools import accumulate, chain, combinations, count, permutations, product, groupby, islice, repeat
 from copy import deepcopy
@@ -49,14 +51,8 @@ import random
 import itertools
 import operator
 import re
-try:
-    import numpy as np
-except ImportError:
-    pass
-try:
-    import pandas as pd
-except ImportError:
-    pass
+import numpy as np
+import pandas as pd
 from math import log, prod
 from collections import deque, defaultdict, Counter, OrderedDict
 from itertools import accumulate, permutations, combinations, product, groupby, islice, chain, repeat, zip_longest, cycle
@@ -84,7 +80,8 @@ def load_execution(paths: Mapping[str, Path], benchmark: str) -> list[Item]:
     for row in sorted(rows, key=lambda r: _sample_number(path, r)):
         items.append(Item(
             id=row["id"], benchmark=benchmark, task="output_prediction",
-            program=f"{BASE_IMPORTS}\n{row['code']}", entry=row["function_name"],
+            program=f"{SITE_PACKAGES_PREAMBLE}{BASE_IMPORTS}\n{row['code']}",
+            entry=row["function_name"],
             call=row["input"], truth=row["output"],
             fields={"code": row["code"], "input": row["input"]}, metadata=_metadata(row),
         ))  # fmt: skip

@@ -116,7 +116,11 @@ def eval_command(
         float | None, typer.Option(help="Seconds per HTTP request (server backends).")
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option(help="CPU seconds per sandboxed evaluation.")
+        float | None,
+        typer.Option(
+            help="Seconds per sandboxed evaluation: wall-clock for CRUXEval and LiveCodeBench "
+            "(upstream: 3), CPU for REval (default: each benchmark's own)."
+        ),
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Sandbox workers (default: cores).")] = None,
     isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",

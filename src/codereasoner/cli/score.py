@@ -69,7 +69,11 @@ def score_command(
         str, typer.Option(help="Anti-copy rule: official (skipped samples shrink n) or fail.")
     ] = "official",
     timeout: Annotated[
-        float, typer.Option(help="CPU seconds per sandboxed evaluation (upstream: 3).")
+        float,
+        typer.Option(
+            help="Seconds per sandboxed evaluation: wall-clock for CRUXEval and LiveCodeBench "
+            "(upstream: 3 s wall-clock), CPU for REval."
+        ),
     ] = 3.0,
     workers: Annotated[
         int | None, typer.Option(help="Sandbox workers (default: one per core).")
@@ -94,7 +98,7 @@ def score_command(
     try:
         chosen_style = check_style(style, benchmark.task.styles)
         chosen_extraction = Extraction(extraction)
-        limits = Limits(timeout_s=timeout, wall_timeout_s=timeout + 1, memory_mb=1024)
+        limits = Limits(timeout_s=timeout, wall_timeout_s=timeout, memory_mb=1024)
     except ValueError as exc:
         fail(f"{exc} (check --style, --extraction and --timeout)")
     try:

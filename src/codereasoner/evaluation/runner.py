@@ -240,8 +240,9 @@ def _limits(bench: Benchmark, timeout: float | None) -> Limits:
     if timeout is None:
         return base
     if timeout <= 0:
-        raise RunError(f"--timeout {timeout}: expected a positive number of CPU seconds")
-    wall = 2 * timeout + 1 if bench.name == "reval" else timeout + 1
+        raise RunError(f"--timeout {timeout}: expected a positive number of seconds")
+    # Upstream CRUXEval and LiveCodeBench limit wall-clock time; REval's limit is on CPU time.
+    wall = 2 * timeout + 1 if bench.name == "reval" else timeout
     return Limits(timeout_s=timeout, wall_timeout_s=wall, memory_mb=base.memory_mb)
 
 

@@ -14,6 +14,14 @@ from typing import Any
 
 from codereasoner import values
 
+# The sandbox starts Python with -S (no site): a program that imports installed packages
+# (numpy, pandas, ...) puts the interpreter's site-packages on sys.path with this first.
+SITE_PACKAGES_PREAMBLE = (
+    "import site as __site_, sys as __sys_\n"
+    "__sys_.path.extend(p for p in __site_.getsitepackages() if p not in __sys_.path)\n"
+    "del __site_, __sys_\n"
+)
+
 _ENTRY_PATTERN = re.compile(r"[A-Za-z_]\w*(\(\))?(\.[A-Za-z_]\w*)*")
 
 

@@ -53,6 +53,10 @@ class Reason(StrEnum):
     WRONG_ENTRY = "wrong_entry"  # strict grading: a call of another function
     SYNTAX_ERROR = "syntax_error"  # the official assertion does not compile
     ASSERTION_FAILED = "assertion_failed"
+    # an official assertion whose verdict would not depend on the truth (``or``, ``if``/``else``,
+    # ``not``, comparisons other than ``==``): graded wrong, see docs/evaluation.md
+    UNSUPPORTED_ASSERTION = "unsupported_assertion"
+    ANSWER_TOO_LONG = "answer_too_long"  # over MAX_ANSWER_CHARS: refused before any parsing
     NON_LITERAL_VALUE = "non_literal_value"  # evaluated to something that is not a literal
     COPIED = "copied"  # upstream anti-copy rule: the sample is skipped, not graded
     BAD_TRUTH = "bad_truth"  # the benchmark's own gold value does not parse

@@ -1,22 +1,39 @@
 """Grading rules shared by the task kinds: verdicts in the parent, execution in the sandbox.
 
 Official grading reproduces what upstream harnesses decide when they execute
-``{program}\\nassert {truth} == {answer}``, without executing answer text here: the assertion is
-only *parsed* in the parent. When it is ``assert truth == E`` with ``E`` a plain literal, ``E`` is
-parsed and compared here; a call of the entry point with literal arguments runs the benchmark
-program in a shared batch; any other ``E`` is evaluated in the sandbox as its own untrusted
-program, and the value it returns is compared here. Only assertions of another shape (extra
-statements, a message, chained comparisons), which no literal can produce, run as written in the
-sandbox, where reaching the end of the program is the verdict.
+``{program}\nassert {truth} == {answer}``, without executing answer text here and without ever
+letting the sandbox decide a verdict: the assertion is only *parsed* in the parent, and every
+verdict is a comparison, made here, of the truth (which never enters the sandbox) with values the
+answer evaluates to.
+
+- ``assert truth == E`` with ``E`` a plain literal: ``E`` is parsed and compared here;
+- with ``E`` a call of the entry point with literal arguments (input prediction): the benchmark
+  program runs on those arguments in the item's shared batch;
+- any other ``E``: evaluated in the sandbox at module level, after the program, as upstream
+  does, and the value it returns is compared here;
+- an assertion message is dropped (it runs only when the assertion fails, so it never changes
+  the verdict); chained ``truth == E1 == E2`` compares every operand; ``truth == E and C``
+  also needs ``C`` truthy; statements after the assertion run in the sandbox after ``E`` (an
+  exception fails the answer, as upstream);
+- shapes whose verdict would not depend on the truth (``truth == E or C``, ``... if C else
+  ...``, ``not``, other comparison operators) are graded wrong as ``unsupported_assertion``.
+
+Values evaluated in the sandbox are converted there to plain literals when Python's ``==`` makes
+them equal to one (``OrderedDict``, ``Fraction(2)``, numpy scalars, ...: see
+:mod:`codereasoner.tasks.answer_values`), so such answers pass as upstream; objects with an
+``__eq__`` of their own stay non-literal and fail (docs/evaluation.md lists each deviation).
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from codereasoner import values
 from codereasoner.execution import Call, CallSyntaxError, ExecResult, Program, Status, parse_call
+from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks.base import Item, Reason, Score
 from codereasoner.tasks.plans import Finish, Job, Plan, verdict
 
@@ -78,10 +95,72 @@ def _is_literal_call(node: ast.AST, entry: str) -> bool:
     return args_ok and all(is_python_literal(keyword.value) for keyword in node.keywords)
 
 
-def hook_program(prefix: str, expression: str) -> Program:
-    """``prefix`` plus a function returning ``expression`` (already known to parse alone)."""
-    body = f"def {HOOK}():\n    return (\n{expression}\n    )\n"
-    return Program(f"{prefix}\n{body}" if prefix else body, entry=HOOK)
+# Longer answers are refused before any parsing (no benchmark's truth comes near this).
+MAX_ANSWER_CHARS = 100_000
+_VALUE = "__codereasoner_value__"
+_PLAIN = "__codereasoner_plain__"
+_PLAIN_SOURCE = (Path(__file__).with_name("answer_values.py")).read_text(encoding="utf-8")
+# The hook returns (plain value, converted type names); answer_values runs in a namespace of its
+# own so that the program's globals cannot shadow the names it uses.
+_HOOK_EPILOGUE = f"""
+def {HOOK}():
+    import builtins
+    space = {{"__builtins__": builtins, "__name__": "answer_values"}}
+    exec({_PLAIN_SOURCE!r}, space)
+    return space["plain"]({_VALUE})
+"""
+_CALL_EPILOGUE = f"""
+def {HOOK}(*args, **kwargs):
+    global {_VALUE}
+    {_VALUE} = ENTRY(*args, **kwargs)
+    return {_PLAIN}()
+"""
+
+
+def hook_program(prefix: str, expression: str, statements: str = "") -> Program:
+    """``prefix``, then ``expression`` evaluated at module level (as upstream's assertion is),
+    then ``statements``; the hook returns the expression's value as a plain literal."""
+    body = f"{_VALUE} = (\n{expression}\n)\n{statements}"
+    source = f"{prefix}\n{body}" if prefix else body
+    # Upstream runs with the installed packages importable (numpy in an answer, say).
+    return Program(source, entry=HOOK, preamble=SITE_PACKAGES_PREAMBLE, epilogue=_HOOK_EPILOGUE)
+
+
+def plain_call_program(program: str, entry: str) -> Program:
+    """The benchmark program with a hook calling ``entry`` and returning its value as a plain
+    literal (input prediction's literal calls, officially graded)."""
+    epilogue = _HOOK_EPILOGUE.replace(f"def {HOOK}():", f"def {_PLAIN}():", 1)
+    epilogue += _CALL_EPILOGUE.replace("ENTRY", entry)
+    return Program(program, entry=HOOK, preamble=SITE_PACKAGES_PREAMBLE, epilogue=epilogue)
+
+
+def returned_plain(result: ExecResult) -> tuple[object, tuple[str, ...]]:
+    """The hook's ``(value, converted type names)``; ValueError when it is not that."""
+    returned = result.parsed_value()
+    if not (
+        type(returned) is tuple
+        and len(returned) == 2
+        and type(returned[1]) is tuple
+        and all(type(name) is str for name in returned[1])
+    ):
+        raise ValueError("the grading hook returned an unexpected shape")
+    return returned[0], returned[1]
+
+
+def _describe_value(value: object, converted: tuple[str, ...]) -> str:
+    try:
+        text = values.render(value, max_chars=200)
+    except (values.NotALiteral, values.RenderLimitExceeded, RecursionError):
+        text = "<value too long to show>"
+    return f"{text} (converted from {', '.join(converted)})" if converted else text
+
+
+def status_verdict(item: Item, sample: int, answer: str, result: ExecResult) -> Score:
+    """The verdict on a call that did not return: its status decides the reason."""
+    reason = _STATUS_REASONS[result.status]
+    if reason is Reason.ERROR and result.exception_type == "AssertionError":
+        reason = Reason.ASSERTION_FAILED
+    return verdict(item, sample, answer, reason, result.describe())
 
 
 def compare_result(
@@ -91,7 +170,7 @@ def compare_result(
 
     def finish(result: ExecResult) -> Score:
         if result.status is not Status.OK:
-            return verdict(item, sample, answer, _STATUS_REASONS[result.status], result.describe())
+            return status_verdict(item, sample, answer, result)
         try:
             value = result.parsed_value()
         except ValueError:
@@ -103,15 +182,31 @@ def compare_result(
     return finish
 
 
-def _program_completed(item: Item, sample: int, answer: str) -> Finish:
+def compare_plain(
+    item: Item, sample: int, answer: str, truth: object, shape: _Shape | None = None
+) -> Finish:
+    """A finisher for hook programs: the plain value(s) they return decide, here, whether
+    ``truth == E1 == ... and C1 and ...`` holds (``shape``: how many of each; None: one E)."""
+    equalities, conditions = (1, 0) if shape is None else (len(shape.operands), shape.conditions)
+
     def finish(result: ExecResult) -> Score:
-        if result.ok:
-            reached = result.value == "True"
-            return verdict(item, sample, answer,
-                           Reason.CORRECT if reached else Reason.WRONG, result.value or "")  # fmt: skip
-        if result.exception_type == "AssertionError":
-            return verdict(item, sample, answer, Reason.ASSERTION_FAILED, result.describe())
-        return verdict(item, sample, answer, _STATUS_REASONS[result.status], result.describe())
+        if result.status is not Status.OK:
+            return status_verdict(item, sample, answer, result)
+        try:
+            value, converted = returned_plain(result)
+        except ValueError:
+            return verdict(item, sample, answer, Reason.NON_LITERAL_VALUE, result.value or "")
+        parts = [value] if shape is None else value
+        if shape is not None and not (
+            type(parts) is list and len(parts) == equalities + conditions
+        ):
+            return verdict(item, sample, answer, Reason.NON_LITERAL_VALUE, result.value or "")
+        detail = _describe_value(parts[0], converted)
+        operands, tests = parts[:equalities], parts[equalities:]  # type: ignore[index]
+        pairs = zip([truth, *operands[:-1]], operands, strict=True)
+        same = all(values.equal(left, right, "strict") for left, right in pairs)
+        holds = same and all(bool(test) for test in tests)
+        return verdict(item, sample, answer, Reason.CORRECT if holds else Reason.WRONG, detail)
 
     return finish
 
@@ -125,9 +220,47 @@ def _parse_module(text: str) -> ast.Module | str:
         return f"{type(exc).__name__}: {exc}"
 
 
+def source_segment(text: str, node: ast.AST) -> str:
+    """The source text of ``node`` in ``text``, in linear time (``ast.get_source_segment`` is
+    quadratic on one long line in Python 3.11). Column offsets count UTF-8 bytes."""
+    lines = text.split("\n")
+    first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined,operator]
+    start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+    if first == last:
+        return lines[first].encode()[start:end].decode()
+    head = lines[first].encode()[start:].decode()
+    tail = lines[last].encode()[:end].decode()
+    return "\n".join([head, *lines[first + 1 : last], tail])
+
+
+def too_long(item: Item, sample: int, answer: str) -> Score | None:
+    """The ``answer_too_long`` verdict when ``answer`` is over :data:`MAX_ANSWER_CHARS`."""
+    if len(answer) <= MAX_ANSWER_CHARS:
+        return None
+    detail = f"{len(answer)} characters, more than {MAX_ANSWER_CHARS}"
+    return verdict(item, sample, answer[:200], Reason.ANSWER_TOO_LONG, detail)
+
+
 # ---------------------------------------------------------------------------------------
 # official and strict grading
 # ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """``assert truth == E1 [== E2 ...] [and C1 and ...]`` then ``statements``."""
+
+    operands: tuple[ast.expr, ...]
+    condition_nodes: tuple[ast.expr, ...]
+    statements: tuple[ast.stmt, ...]
+
+    @property
+    def conditions(self) -> int:
+        return len(self.condition_nodes)
+
+    @property
+    def simple(self) -> bool:
+        return len(self.operands) == 1 and not self.condition_nodes and not self.statements
 
 
 def official_assertion(item: Item, sample: int, answer: str, *, call_entry: bool) -> Score | Job:
@@ -136,57 +269,74 @@ def official_assertion(item: Item, sample: int, answer: str, *, call_entry: bool
     ``call_entry``: input prediction, where a call of the entry point with literal arguments
     runs in the item's shared batch.
     """
+    refused = too_long(item, sample, answer)
+    if refused is not None:
+        return refused
     text = f"assert {item.truth} == {answer}"
     tree = _parse_module(text)
     if isinstance(tree, str):
         return verdict(item, sample, answer, Reason.SYNTAX_ERROR, tree)
-    expression = _single_equality(tree, item)
-    if expression is None:
-        program = f"{item.program}\n{text}\n\ndef {HOOK}():\n    return True\n"
-        return Job(
-            sample, Program(program, HOOK), Call(HOOK), _program_completed(item, sample, answer)
-        )
-    segment = ast.get_source_segment(text, expression) or ""
-    truth = item.truth_value()
-    if is_python_literal(expression):
-        try:
-            value = values.parse(segment)
-        except values.ValueParseError:
-            pass  # e.g. an unhashable set element: let Python raise it in the sandbox
-        else:
-            same = values.equal(truth, value, "strict")
-            return verdict(item, sample, answer, Reason.CORRECT if same else Reason.WRONG)
-    finish = compare_result(item, sample, answer, truth)
-    if call_entry and _is_literal_call(expression, item.entry):
-        try:
-            call = parse_call(segment)
-        except CallSyntaxError:
-            pass
-        else:
-            return Job(sample, Program(item.program, item.entry), call, finish, shared=True)
-    return Job(sample, hook_program(item.program, segment), Call(HOOK), finish)
-
-
-def _single_equality(tree: ast.Module, item: Item) -> ast.expr | None:
-    """``E`` when the module is exactly ``assert <truth> == E``; else None."""
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
-        return None
-    statement = tree.body[0]
-    test = statement.test
-    if statement.msg is not None or not isinstance(test, ast.Compare) or len(test.ops) != 1:
-        return None
-    if not isinstance(test.ops[0], ast.Eq):
-        return None
     try:
+        truth = item.truth_value()
         gold = ast.parse(item.truth, mode="eval").body
-        item.truth_value()
-    except (SyntaxError, ValueError):
-        return None
-    return test.comparators[0] if ast.dump(test.left) == ast.dump(gold) else None
+    except (SyntaxError, ValueError) as exc:
+        return verdict(item, sample, answer, Reason.BAD_TRUTH, str(exc))
+    shape = _assertion_shape(tree, gold)
+    if isinstance(shape, str):
+        return verdict(item, sample, answer, Reason.UNSUPPORTED_ASSERTION, shape)
+    if shape.simple:
+        expression = shape.operands[0]
+        segment = source_segment(text, expression)
+        if is_python_literal(expression):
+            try:
+                value = values.parse(segment)
+            except values.ValueParseError:
+                pass  # e.g. an unhashable set element: let Python raise it in the sandbox
+            else:
+                same = values.equal(truth, value, "strict")
+                return verdict(item, sample, answer, Reason.CORRECT if same else Reason.WRONG)
+        finish = compare_plain(item, sample, answer, truth)
+        if call_entry and _is_literal_call(expression, item.entry):
+            try:
+                call = parse_call(segment)
+            except CallSyntaxError:
+                pass
+            else:
+                program = plain_call_program(item.program, item.entry)
+                return Job(sample, program, replace(call, entry=HOOK), finish, shared=True)
+        return Job(sample, hook_program(item.program, segment), Call(HOOK), finish)
+    parts = [source_segment(text, node) for node in (*shape.operands, *shape.condition_nodes)]
+    listed = "[\n" + ",\n".join(f"(\n{part}\n)" for part in parts) + "\n]"
+    statements = "".join(source_segment(text, node) + "\n" for node in shape.statements)
+    program = hook_program(item.program, listed, statements)
+    return Job(sample, program, Call(HOOK), compare_plain(item, sample, answer, truth, shape))
+
+
+def _assertion_shape(tree: ast.Module, gold: ast.expr) -> _Shape | str:
+    """How the assertion is built, or why its shape is not graded (a one-line reason)."""
+    first, *rest = tree.body
+    if not isinstance(first, ast.Assert):
+        return "the answer does not continue the assertion"
+    test, conditions = first.test, ()
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        test, conditions = test.values[0], tuple(test.values[1:])
+    if not (isinstance(test, ast.Compare) and ast.dump(test.left) == ast.dump(gold)):
+        kind = type(first.test).__name__
+        return f"the assertion is a {kind}, not the truth compared with the answer"
+    if not all(isinstance(op, ast.Eq) for op in test.ops):
+        return "the assertion uses a comparison other than =="
+    return _Shape(tuple(test.comparators), conditions, tuple(rest))
 
 
 def official_expression(item: Item, sample: int, answer: str, expression: str) -> Score | Job:
-    """Judge ``eval(expression) == truth`` (LiveCodeBench test output), without eval here."""
+    """Judge ``eval(expression) == truth`` (LiveCodeBench test output), without eval here.
+
+    Upstream evaluates the expression in its grading module, where ``json`` and ``ast`` are
+    imported; the hook program does the same.
+    """
+    refused = too_long(item, sample, answer) or too_long(item, sample, expression)
+    if refused is not None:
+        return refused
     source = expression.lstrip(" \t")  # eval strips leading spaces and tabs
     try:
         tree = ast.parse(source, mode="eval")
@@ -204,12 +354,19 @@ def official_expression(item: Item, sample: int, answer: str, expression: str) -
         else:
             same = values.equal(truth, value, "strict")
             return verdict(item, sample, answer, Reason.CORRECT if same else Reason.WRONG)
-    finish = compare_result(item, sample, answer, truth)
-    return Job(sample, hook_program("", source), Call(HOOK), finish)
+    finish = compare_plain(item, sample, answer, truth)
+    return Job(sample, hook_program(EVAL_NAMESPACE, source), Call(HOOK), finish)
+
+
+# The names upstream's test-output grader has imported where it evaluates the answer.
+EVAL_NAMESPACE = "import ast\nimport json"
 
 
 def strict_value(item: Item, sample: int, answer: str, policy: str = "strict") -> Score:
     """The answer parsed as a literal (JSON spellings accepted) and compared with the truth."""
+    refused = too_long(item, sample, answer)
+    if refused is not None:
+        return refused
     try:
         truth = item.truth_value()
     except ValueError as exc:
@@ -224,6 +381,9 @@ def strict_value(item: Item, sample: int, answer: str, policy: str = "strict") -
 
 def strict_call(item: Item, sample: int, answer: str, policy: str = "strict") -> Score | Job:
     """The answer parsed as a call with literal arguments, run in the item's shared batch."""
+    refused = too_long(item, sample, answer)
+    if refused is not None:
+        return refused
     try:
         call = parse_call(answer)
     except CallSyntaxError as exc:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 from codereasoner.execution import Batch, Call, ExecResult, Limits, Pool, Program, Status
 from codereasoner.tasks.base import Extracted, Item, ParseFailure, Reason, Score, one_line
 
-# Upstream: a 3 s itimer per program, the parent joins for 1 s more.
-OFFICIAL_LIMITS = Limits(timeout_s=3.0, wall_timeout_s=4.0, memory_mb=1024)
+# Upstream: a 3 s wall-clock itimer (ITIMER_REAL) per program; CPU time can be no more.
+OFFICIAL_LIMITS = Limits(timeout_s=3.0, wall_timeout_s=3.0, memory_mb=1024)
 
 Finish = Callable[[ExecResult], Score]
 

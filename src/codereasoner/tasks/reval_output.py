@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any
 
 from codereasoner.execution import Call, ExecResult, Program, Status
+from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks import reval_extraction as rx
 from codereasoner.tasks.base import Grading, Item, Reason, Score
 from codereasoner.tasks.common import Grade, RevalKind
@@ -32,11 +33,7 @@ __all__ = [
 
 ANSWER_ENTRY = "__reval_answer__"
 # The sandbox starts Python with -S; REval's ClassEval programs import numpy, gensim and bs4.
-SITE_PREAMBLE = (
-    "import site as __reval_site, sys as __reval_sys\n"
-    "__reval_sys.path.extend(p for p in __reval_site.getsitepackages() "
-    "if p not in __reval_sys.path)\n"
-)
+SITE_PREAMBLE = SITE_PACKAGES_PREAMBLE
 
 PENALTIES = ("assertTrue(True)", "assertFalse(False)", "assert True", "assert False",
              "assert True == True", "assert False == False")  # fmt: skip

@@ -1,12 +1,19 @@
 """REval state answers: ``value; type`` read as upstream reads it (benchmarks.md 4.5), never run.
 
 Upstream ``eval``s the value and resolves the type with ``pydoc.locate`` (which imports modules
-and may call anything). Here the value is parsed with :func:`codereasoner.values.parse` (JSON
-spellings accepted) and the type is looked up in a fixed table: builtin classes, ``type``,
-``datetime.datetime``, ``numpy.ndarray`` and numpy scalar types. Differences, all documented:
-a value that only ``eval`` could compute (``'a' * 3``) is an error here (for ``str`` it stays the
-raw text, as upstream's fallback); another dotted type name is unresolvable (upstream: error,
-or a constructor call); ``dateutil`` is approximated by ISO and common ``strptime`` formats.
+and may call anything). Here the value is parsed with :func:`codereasoner.values.parse` and the
+type is looked up in a fixed table: builtin classes, ``type``, ``datetime.datetime``,
+``numpy.ndarray`` and numpy scalar types. A value counts as evaluable only when upstream's
+``eval`` would evaluate it: JSON spellings (``true``, ``null``) and bare ``inf``/``nan`` are
+NameErrors upstream, so they are errors here too (for ``str``, the raw text, as upstream's
+fallback), unless the named leniency ``json_spellings=True`` is chosen. ``b''; bytearray`` is
+wrong (the value is ``bytes``), ``bytearray(b''); bytearray`` right; ``<class 'int'>; type`` is
+an error (a syntax error upstream), ``int; type`` right.
+
+Other differences, all documented: a value that only ``eval`` could compute (``'a' * 3``) is an
+error here (for ``str`` it stays the raw text, as upstream's fallback); another dotted type name is
+unresolvable (upstream: error, or a constructor call); ``dateutil`` is approximated by ISO and
+common ``strptime`` formats.
 
 Comparison follows the spec: Nil matches only Nil; the predicted type must equal the type of one
 expected value and the value's own type; floats match within 1e-6 of an expected float; arrays
@@ -15,6 +22,7 @@ with ``allclose``; everything else by ``==`` against any expected value.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import datetime
 import math
@@ -41,6 +49,8 @@ _DATE_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d", "%Y/%m/%d %H
                  "%H:%M:%S", "%H:%M", "%b %d %Y", "%d %b %Y", "%B %d, %Y")  # fmt: skip
 _ARRAYS = frozenset({"numpy.ndarray", "numpy.matrix"})
 _OPAQUE = object()
+# Names values.parse reads but upstream's eval does not know (NameError there).
+_NOT_EVALUABLE = frozenset({"true", "false", "null", "inf", "Infinity", "nan", "NaN"})
 
 
 @dataclass(frozen=True)
@@ -68,8 +78,12 @@ class StateError:
 Parsed = StatePrediction | StateError | str  # str: NIL
 
 
-def parse_state(text: str) -> Parsed:
-    """Rules 2-9 of benchmarks.md 4.5 (State) on an extracted answer."""
+def parse_state(text: str, *, json_spellings: bool = False) -> Parsed:
+    """Rules 2-9 of benchmarks.md 4.5 (State) on an extracted answer.
+
+    ``json_spellings``: the named leniency that reads ``true``/``false``/``null`` and bare
+    ``inf``/``nan`` as values (upstream: a NameError, so the answer is wrong).
+    """
     if text.capitalize() == NIL or text == "[Nil]":
         return NIL
     if text == "ERROR":
@@ -87,15 +101,16 @@ def parse_state(text: str) -> Parsed:
     kind = {"string": "str", "integer": "int"}.get(kind, kind)
     if "," in kind or "tuple" in kind:
         kind = "tuple"
-    return _typed(value, kind)
+    return _typed(value, kind, json_spellings)
 
 
-def _typed(value: str, kind: str) -> Parsed:
+def _typed(value: str, kind: str, json_spellings: bool) -> Parsed:
+    def _parse(text: str) -> Any:
+        return _evaluated(text, json_spellings)
+
     if kind == "str":
-        try:
-            return StatePrediction(values.parse(value), "str")
-        except values.ValueParseError:
-            return StatePrediction(value, "str")
+        parsed = _parse(value)
+        return StatePrediction(value if parsed is _OPAQUE else parsed, "str")
     if kind in ("datetime.datetime", "datetime"):
         moment = _date(value)
         if moment is None:
@@ -118,12 +133,14 @@ def _typed(value: str, kind: str) -> Parsed:
         parsed = _parse(found.group(1) if found else value)
         if not isinstance(parsed, bytes):
             return StateError(f"not a bytearray: {value[:60]!r}")
-        return StatePrediction(bytearray(parsed), kind)
+        # a bare bytes literal evaluates to bytes, whose type is not bytearray (upstream: wrong)
+        return StatePrediction(bytearray(parsed) if found else parsed, kind)
     if value == "None":
         return StatePrediction(None, "NoneType")
     if kind == "type":
-        name = re.sub(r"^<class '(.*)'>$", r"\1", value)
-        return StatePrediction(TypeName(name), "type")
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", value):
+            return StateError(f"not a class name upstream can evaluate: {value[:60]!r}")
+        return StatePrediction(TypeName(value), "type")
     if kind in _BUILTIN_CLASSES or kind in _NUMPY_SCALARS:
         parsed = _parse(value)
         if parsed is _OPAQUE:
@@ -137,6 +154,19 @@ def _parse(text: str) -> Any:
         return values.parse(text)
     except values.ValueParseError:
         return _OPAQUE
+
+
+def _evaluated(text: str, json_spellings: bool) -> Any:
+    """The value upstream's ``eval`` gives ``text`` (parsed, never evaluated), or _OPAQUE."""
+    parsed = _parse(text)
+    if parsed is _OPAQUE or json_spellings:
+        return parsed
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError):
+        return _OPAQUE
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    return _OPAQUE if names & _NOT_EVALUABLE else parsed
 
 
 def _date(text: str) -> datetime.datetime | None:
