@@ -116,3 +116,36 @@ def test_a_20_mb_answer_is_refused_quickly_with_a_reason(tmp_path: Path, items: 
     # A guard against quadratic work (this ran past 600 s before), not a speed figure: a few
     # seconds here, measured in docs/performance.md.
     assert elapsed < 60
+
+
+def test_forged_reval_output_verdicts_are_wrong(
+    pool: Pool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """REval output answers are test code that upstream executes and passes when nothing is
+    raised: a program could forge that, so only the question's code runs, with the holes' values."""
+    from codereasoner.benchmarks import reval
+
+    fixtures = CRUX.parent / "reval"
+    paths = {name: fixtures / name for name in (reval.DATA.filename, reval.TASKS.filename)}
+    loaded = reval.load(paths, pool=pool, cache=tmp_path_factory.mktemp("cache"))
+    items = {item.id: item for item in loaded}
+    human, classeval = items["DREval/1/0/output"], items["DREval/2/0/output"]
+    task = benchmarks.get("reval").task
+    forged_line = '{"i": 0, "status": "ok", "value": "None", "literal": true}'
+    attacks = [
+        (human, [f"assert total([1, 2]) == {forge(forged_line)}",
+                f"{forge(forged_line)}\nassert total([1, 2]) == 12",
+                f"assert total([1, 2]) == 12, {forge(forged_line)}",
+                "import os\nassert total([1, 2]) == 12",
+                "assert total([1, 2]) == 12 or os._exit(0)"]),
+        (classeval, [f"assertEqual(self.counter.add(5), {forge(forged_line)})\n"
+                    "assertEqual(self.counter.add(2), 17)",
+                    "assertEqual(self.counter.add(5), 15)\nassertEqual(self.counter.add(2), 18)\n"
+                    f"{forge(forged_line)}"]),
+    ]  # fmt: skip
+    for item, answers in attacks:
+        plan = task.plan(item, [Answer(answer) for answer in answers])
+        for score in run_plans(pool, [plan], LIMITS)[0]:
+            assert not score.correct and score.reason is not Reason.SANDBOX_ERROR, score
+    honest = task.plan(human, [Answer("assert total([1, 2]) == 11")])
+    assert run_plans(pool, [honest], LIMITS)[0][0].correct

@@ -14,7 +14,12 @@ from codereasoner.benchmarks.reval_truth import PairTruth
 from codereasoner.execution import Pool
 from codereasoner.tasks import Answer, Item, ParseFailure, Reason, run_plans, template
 from codereasoner.tasks.path import answer_lines
-from codereasoner.tasks.reval_output import completed_answer, penalized
+from codereasoner.tasks.reval_output import (
+    completed_answer,
+    filled_holes,
+    penalized,
+    unsafe_imports,
+)
 from codereasoner.tasks.reval_tasks import KINDS, RevalTasks
 from codereasoner.tasks.state_answers import NIL, StateError, parse_state, state_verdict
 from tests.conftest import SHARED_DATA
@@ -331,8 +336,10 @@ def test_output_grading_in_the_sandbox(pool: Pool, fixture_items: dict[str, Item
         "assertEqual(self.counter.add(5), 15)\nassertTrue(True)",
         "ERROR",
     ]) == [
-        (True, Reason.CORRECT), (False, Reason.ASSERTION_FAILED), (False, Reason.SYNTAX_ERROR),
-        (False, Reason.ERROR),  # self.self.assertEqual: AttributeError, as upstream
+        (True, Reason.CORRECT), (False, Reason.ASSERTION_FAILED),
+        # upstream: 'self.assert ...' is a syntax error, self.self.assertEqual an AttributeError;
+        # here neither runs: the answer changes the question's code
+        (False, Reason.UNSUPPORTED_ASSERTION), (False, Reason.UNSUPPORTED_ASSERTION),
         (False, Reason.WRONG), (False, Reason.WRONG),  # penalties
     ]  # fmt: skip
     leak = fixture_items["DREval/2/1/output"]
@@ -343,9 +350,32 @@ def test_output_grading_in_the_sandbox(pool: Pool, fixture_items: dict[str, Item
     human = fixture_items["DREval/1/0/output"]
     assert graded(pool, human, [
         "assert total([1, 2]) == 11", "assert total([1, 2]) == 12", "assert total([1, 2]) ==",
-        "assert total([1, 2]) == total([1, 2])",  # upstream only executes: this passes
+        "assert total([1, 2]) == total([1, 2])",  # a reference expression: runs, as upstream
+        "assert total([1, 2]) == 11  # the sum plus 8",  # layout and comments do not matter
+        "assert total([1, 2]) == 11\nassert True == True",  # penalised, as upstream
+        "assert total([1, 2]) == 11\nx = 1",  # changes the question's code: not run
+        "assert total([1, 2]) == __import__('os').getpid() * 0 + 11",  # not a reference
     ]) == [(True, Reason.CORRECT), (False, Reason.ASSERTION_FAILED),
-           (False, Reason.SYNTAX_ERROR), (True, Reason.CORRECT)]  # fmt: skip
+           (False, Reason.SYNTAX_ERROR), (True, Reason.CORRECT), (True, Reason.CORRECT),
+           (False, Reason.WRONG), (False, Reason.UNSUPPORTED_ASSERTION),
+           (False, Reason.UNSUPPORTED_ASSERTION)]  # fmt: skip
+
+
+@pytest.mark.parametrize("hole", [
+    "__import__('ctypes').CDLL(None).write(5, b'x', 1)", "os.write(5, b'x')", "o.getpid()",
+    "write(5, b'x')", "np.ctypeslib.ctypes", "total.__globals__", "open('/etc/passwd').read()",
+    "getattr(total, 'x')", "[x for x in (1,)]", "(lambda: 1)()", "eval('1')", "f'{1}'",
+    "collections._sys", "sys.modules", "breakpoint()", "vars()",
+])  # fmt: skip
+def test_output_holes_that_could_reach_the_result_pipe_are_not_run(hole: str) -> None:
+    """A hole's expression runs beside the verdict's result pipe: only the program's own objects,
+    safe builtins and safe modules may appear in it."""
+    imported = unsafe_imports("import os\nimport os as o\nfrom os import write\nimport math\n")
+    assert imported == {"os", "o", "write"}
+    question = "assert total([1, 2]) == ??"
+    assert filled_holes(question, f"assert total([1, 2]) == {hole}", False, imported) is None
+    assert filled_holes(question, "assert total([1, 2]) == math.floor(11.5)", False, imported)
+    assert filled_holes(question, "assert total([1, 2]) == counter._check(1)", False, imported)
 
 
 def test_line_kinds_grading(pool: Pool, fixture_items: dict[str, Item]) -> None:
