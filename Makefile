@@ -3,15 +3,17 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 REVAL_DEBS := python3-numpy python3-bs4 python3-lxml python3-gensim
+# LiveCodeBench's BASE_IMPORTS import numpy and pandas, as upstream.
+LCB_DEBS := python3-numpy python3-pandas
 # The HTML report test renders the page in headless Chromium.
-TEST_DEBS := $(REVAL_DEBS) chromium
+TEST_DEBS := $(REVAL_DEBS) $(LCB_DEBS) chromium
 
 .PHONY: demo test lint bench system-deps test-deps clean
 
 # The main job on its embedded default: a training set from the offline generator (resumes if
 # interrupted), then the sandbox and grading demonstration. No model, no network.
 demo: system-deps $(VENV)/.core
-	$(BIN)/codereasoner synth --generator offline --n 2000 --seed 0 --out runs/synth-demo
+	$(BIN)/codereasoner synth --generator offline --n 2000 --seed 0 --out runs/synth-demo --no-decontam
 	$(BIN)/codereasoner demo
 
 test: system-deps test-deps $(VENV)/.dev

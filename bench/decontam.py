@@ -1,11 +1,12 @@
 """Decontamination: checks per second against a brute-force near-duplicate pass (same run), and
-the share of offline-generator cases flagged.
+the share of offline-generator cases flagged under each 10-gram rule (literal, specific).
 
     python bench/decontam.py [--data-dir ../shared/data] [--n 2000]
 
 Ours: :meth:`BenchmarkIndex.check` (10-gram rule, short exact strings, near-duplicate pass with
-prefix filtering). Baseline: the near-duplicate pass alone done by brute force (Jaccard of token
-5-gram shingles against every benchmark program), on a tenth of the cases.
+prefix filtering), timed with the default (literal) rule. Baseline: the near-duplicate pass
+alone done by brute force (Jaccard of token 5-gram shingles against every benchmark program), on
+a tenth of the cases.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from codereasoner.benchmarks.programs import load_benchmark_programs
-from codereasoner.synth.decontam import BenchmarkIndex, near_view
+from codereasoner.synth.decontam import NGRAM_RULES, BenchmarkIndex, near_view
 from codereasoner.synth.generators.offline import OfflineGenerator
 
 SHINGLE = 5
@@ -35,6 +36,8 @@ def main() -> None:
     args = parser.parse_args()
 
     loaded = load_benchmark_programs(args.data_dir)
+    if not loaded.checked:
+        raise SystemExit(f"no benchmark data under {args.data_dir}: pass --data-dir")
     started = time.process_time()
     index = BenchmarkIndex(loaded.programs)
     print(f"index: {len(loaded.programs)} programs from {', '.join(loaded.checked) or 'none'} "
@@ -58,10 +61,14 @@ def main() -> None:
     print(f"checks/s (CPU): ours {ours:,.0f}, brute-force near-duplicate pass alone {brute:,.0f}, "
           f"ratio {ours / brute:.1f}x")  # fmt: skip
 
-    flagged = [matches for matches in results if matches]
-    rules = Counter(rule for matches in flagged for rule in {match.rule for match in matches})
-    print(f"offline generator: {len(flagged)}/{len(cases)} flagged "
-          f"({100 * len(flagged) / len(cases):.2f}%) {dict(rules)}")  # fmt: skip
+    for rule in NGRAM_RULES:
+        if rule != index.rule:
+            other = BenchmarkIndex(loaded.programs, rule=rule)
+            results = [other.check(case.code, case.call) for case in cases]
+        flagged = [matches for matches in results if matches]
+        rules = Counter(name for matches in flagged for name in {match.rule for match in matches})
+        print(f"offline generator, {rule} rule: {len(flagged)}/{len(cases)} flagged "
+              f"({100 * len(flagged) / len(cases):.2f}%) {dict(sorted(rules.items()))}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -21,15 +21,13 @@ OUTPUTS = ("cases.jsonl", "dropped.jsonl", "audit.jsonl", "summary.json")
 N, CHUNK = 48, 8
 
 
-def _data_dir(tmp_path: Path) -> Path:
-    if SHARED_DATA.is_dir():
-        return SHARED_DATA
-    empty = tmp_path / "no-benchmarks"
-    empty.mkdir(exist_ok=True)
-    return empty
+def _data_dir(tmp_path: Path) -> Path | None:
+    """The shared benchmark data, or None (then the run says --no-decontam)."""
+    return SHARED_DATA if (SHARED_DATA / "cruxeval" / "cruxeval.jsonl").exists() else None
 
 
-def _command(out: Path, data_dir: Path, n: int = N) -> list[str]:
+def _command(out: Path, data_dir: Path | None, n: int = N, *extra: str) -> list[str]:
+    decontam = ["--data-dir", str(data_dir)] if data_dir is not None else ["--no-decontam"]
     return [
         sys.executable,
         "-m",
@@ -43,12 +41,12 @@ def _command(out: Path, data_dir: Path, n: int = N) -> list[str]:
         "7",
         "--out",
         str(out),
-        "--data-dir",
-        str(data_dir),
+        *decontam,
         "--workers",
         "1",
         "--chunk-size",
         str(CHUNK),
+        *extra,
     ]
 
 
@@ -61,6 +59,12 @@ def _command(out: Path, data_dir: Path, n: int = N) -> list[str]:
         (["--mutants", "-1"], "--mutants -1: expected 0 or more"),
         (["--data-dir", "/nonexistent/dir"], "--data-dir /nonexistent/dir: not a directory"),
         (["--generator", "llm", "--model", "gpt4"], "model spec 'gpt4'"),
+        (["--decontam-rule", "loose"], "--decontam-rule 'loose': expected literal or specific"),
+        (
+            ["--no-decontam", "--decontam-rule", "specific"],
+            "--no-decontam and --decontam-rule contradict each other",
+        ),
+        (["--no-decontam", "--data-dir", "/"], "--no-decontam and --data-dir contradict"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -115,3 +119,81 @@ def test_kill_and_resume_gives_the_bytes_of_an_uninterrupted_run(tmp_path: Path)
     assert other.returncode == 2
     assert "holds a run with other settings (n: 48 there, 49 now)" in other.stderr
     assert (killed / "cases.jsonl").read_bytes() == (whole / "cases.jsonl").read_bytes()
+
+
+def test_without_benchmark_data_synth_refuses_and_says_how_to_fix_it(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    runner = CliRunner()
+    for arguments, env, where in (
+        (["--data-dir", str(empty)], {}, f"in {empty} "),
+        ([], {"CODEREASONER_CACHE": str(tmp_path / "cache")}, f"the cache {tmp_path / 'cache'}"),
+    ):
+        out = tmp_path / "out"
+        result = runner.invoke(app, ["synth", "--out", str(out), "--n", "5", *arguments], env=env)
+        assert result.exit_code == 2, result.output
+        line = " ".join(result.output.split())
+        assert len(result.output.strip().splitlines()) == 1, result.output
+        assert "no benchmark data to decontaminate against" in line and where in line
+        assert "cruxeval-o, lcb-execution, reval, core-output, core-probe" in line
+        for fix in ("--data-dir DIR", "'codereasoner bench fetch NAME'", "--no-decontam"):
+            assert fix in line
+        assert not out.exists()
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+
+
+def test_no_decontam_is_said_on_the_terminal_in_the_summary_and_in_every_record(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "skip"
+    done = subprocess.run(_command(out, None, 6), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "decontamination: SKIPPED (--no-decontam)" in done.stderr
+    assert "decontamination: SKIPPED (--no-decontam)" in done.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["decontam"] == {"skipped": "--no-decontam", "checked": []}
+    records = _records(out)
+    assert records
+    for record in records:
+        assert record["decontam"] == {"checked": [], "skipped": "--no-decontam"}
+        assert "decontam" not in record["filters"]["passed"]
+
+
+@pytest.mark.skipif(
+    not (SHARED_DATA / "cruxeval" / "cruxeval.jsonl").exists(), reason="no shared CRUXEval data"
+)
+def test_one_benchmark_folder_names_what_was_not_checked_and_resume_keeps_settings(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "cruxeval").symlink_to(SHARED_DATA / "cruxeval")  # only CRUXEval
+    out = tmp_path / "one"
+    command = _command(out, data, 6, "--decontam-rule", "specific")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    missing = "lcb-execution, reval, core-output, core-probe"
+    stderr = " ".join(done.stderr.split())
+    assert "specific 10-gram rule" in stderr and "against cruxeval-o (800 programs)" in stderr
+    assert f"NOT checked (data missing): {missing}" in stderr
+    assert f"specific rule; checked cruxeval-o; NOT checked (data missing): {missing}" in " ".join(
+        done.stdout.split()
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["decontam"]["checked"] == ["cruxeval-o"]
+    assert summary["decontam"]["missing"] == missing.split(", ")
+    for record in _records(out):
+        assert record["decontam"]["checked"] == ["cruxeval-o"]
+        assert record["decontam"]["missing"] == missing.split(", ")
+        assert record["decontam"]["rule"] == "specific"
+        assert "decontam" in record["filters"]["passed"]
+    # The same directory with other decontamination settings is refused, not mixed.
+    for other in (_command(out, None, 6), _command(out, SHARED_DATA, 6, "--decontam-rule",
+                                                   "specific"), _command(out, data, 6)):  # fmt: skip
+        again = subprocess.run(other, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 2 and "holds a run with other settings" in again.stderr
+        assert "decontam_" in again.stderr
+    assert (out / "summary.json").read_text() == json.dumps(summary, indent=2) + "\n"

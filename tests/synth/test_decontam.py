@@ -43,6 +43,13 @@ OWN = [
 
 @pytest.fixture(scope="module")
 def toy() -> BenchmarkIndex:
+    """The ``specific`` rule (only informative 10-grams count)."""
+    return BenchmarkIndex(OWN, rule="specific")
+
+
+@pytest.fixture(scope="module")
+def literal() -> BenchmarkIndex:
+    """The default: the paper's literal rule (any shared 10-gram counts)."""
     return BenchmarkIndex(OWN)
 
 
@@ -91,10 +98,29 @@ def test_a_copied_informative_10gram_is_caught(toy: BenchmarkIndex) -> None:
     assert shared in " ".join(t.text for t in python_tokens(OWN[1].code))
 
 
-def test_a_generic_10gram_is_not_evidence(toy: BenchmarkIndex) -> None:
-    # Ten tokens shared with every toy program, all of them common there.
-    code = ("def g(items):\n    best = None\n    for i in range(len(items)):\n"
-            "        best = max(best or 0, abs(i))\n    return best")  # fmt: skip
+# Ten tokens shared with every toy program, all of them common there.
+GENERIC = ("def g(items):\n    best = None\n    for i in range(len(items)):\n"
+           "        best = max(best or 0, abs(i))\n    return best")  # fmt: skip
+
+
+def test_the_literal_rule_is_the_default_and_counts_a_generic_10gram(
+    literal: BenchmarkIndex,
+) -> None:
+    assert literal.rule == "literal" == BenchmarkIndex([]).rule
+    matches = literal.check(GENERIC)
+    assert {m.rule for m in matches} == {"ngram10"}
+    assert {m.item_id for m in matches} == {"t0", "t1", "t2"}  # t3 loops over words
+    assert {m.detail for m in matches} == {"for i in range ( len ( items ) )"}
+    # A copied informative 10-gram, short strings and near duplicates: the same under both.
+    informative = "def g(x):\n    return out.append(items[i].replace('---', '~'))"
+    assert rules(literal.check(informative)) >= {("t1", "ngram10")}
+    with pytest.raises(ValueError, match="unknown decontamination rule 'loose'"):
+        BenchmarkIndex(OWN, rule="loose")
+
+
+def test_a_generic_10gram_is_not_evidence_under_the_specific_rule(toy: BenchmarkIndex) -> None:
+    code = GENERIC
+    assert toy.rule == "specific"
     assert not any(m.rule == "ngram10" for m in toy.check(code))
     assert not toy.informative(python_tokens("for i in range(len(items)):"))
     assert toy.informative(python_tokens("x.replace('---', '~')"))  # a distinctive literal
@@ -319,12 +345,15 @@ def test_unrelated_code_is_not_flagged_against_cruxeval(
         assert index.check(code, "f([[1, 2], [3, 4]])") == [], code
 
 
-def test_the_offline_generator_rarely_trips_decontamination() -> None:
+@pytest.mark.parametrize(("rule", "share"), [("literal", 0.05), ("specific", 0.02)])
+def test_the_offline_generator_rarely_trips_decontamination(rule: str, share: float) -> None:
+    # The literal rule flags about 3% (generic 10-grams such as ``def f ( s ) : s = s .``),
+    # the specific rule under 1%.
     offline = pytest.importorskip("codereasoner.synth.generators.offline")
     if not (CRUXEVAL / "cruxeval.jsonl").exists():
         pytest.skip("shared CRUXEval data not available")
-    index = BenchmarkIndex(load_benchmark_programs(SHARED_DATA).programs)
+    index = BenchmarkIndex(load_benchmark_programs(SHARED_DATA).programs, rule=rule)
     generator = offline.OfflineGenerator(0)
     cases = [generator.generate(i) for i in range(300)]
     flagged = [case.id for case in cases if index.check(case.code, case.call)]
-    assert len(flagged) <= 0.02 * len(cases), flagged
+    assert len(flagged) <= share * len(cases), flagged

@@ -12,6 +12,7 @@ from codereasoner.execution import Pool
 from codereasoner.models import load_backend
 from codereasoner.models.replay_server import Query, ReplayServer
 from codereasoner.synth.case import Candidate, Constraints, Drop
+from codereasoner.synth.decontam import Decontamination
 from codereasoner.synth.generators.llm import (
     PARSE_REASONS,
     LLMSource,
@@ -180,10 +181,12 @@ def test_llm_pipeline_end_to_end_and_resume_without_new_requests(
             mutants=1,
         )
         backend = load_backend(f"openai:replay@{server.url}")
-        run(config, pools=(pool, second), backend=backend)
+        run(config, pools=(pool, second), backend=backend, decontam=Decontamination.skip("test"))
         asked = server.stats()["requests"]
         first = {name: (tmp_path / name).read_bytes() for name in OUTPUTS}
-        run(config, pools=(pool, second), backend=backend)  # complete: nothing is asked again
+        run(
+            config, pools=(pool, second), backend=backend, decontam=Decontamination.skip("test")
+        )  # complete: nothing is asked again
         assert server.stats()["requests"] == asked
     assert asked >= 10
     assert {name: (tmp_path / name).read_bytes() for name in OUTPUTS} == first

@@ -21,6 +21,7 @@ from codereasoner.synth.mutate import (
     mutants,
     mutate_value,
     prefer_new_coverage,
+    select_mutants,
 )
 
 FOUND = Ingredients(ints=[7, -3, 40], floats=[2.5], strs=["::", "ab", "key=value"])
@@ -248,3 +249,29 @@ def test_prefer_new_coverage_orders_by_greedy_gain() -> None:
     # Nothing new at all: the original order stays.
     same = [(a, [1], []), (b, [1], [])]
     assert prefer_new_coverage([1], [], same) == [a, b]
+
+
+def test_mutants_adding_no_output_and_no_coverage_are_redundant() -> None:
+    a, b, c, d, e = (candidate(f"'{x}', ',', 1") for x in "abcde")
+    parent = ("'x'", [1, 2], [[2, "F"]])
+    scored = [
+        (a, "'x'", [1, 2], [(2, "F")]),  # the parent's output and coverage: redundant
+        (b, "'y'", [1, 2], [(2, "F")]),  # a new output, nothing else: worth keeping
+        (c, "'x'", [1, 2, 3], [(2, "T")]),  # new coverage (the most): chosen first
+        (d, "'y'", [1], []),  # b's output, less coverage: redundant once b is kept
+        (e, "'z'", [1, 2], []),  # new output, but over the cap
+    ]
+    chosen = select_mutants(parent, scored, 2)
+    assert chosen.kept == [b, c]  # in generation order
+    assert chosen.redundant == [a, d] and chosen.not_selected == [e]
+    # With room for all, the redundant ones still go: each kept mutant teaches something.
+    everything = select_mutants(parent, scored, 10)
+    assert everything.kept == [b, c, e] and everything.redundant == [a, d]
+    assert everything.not_selected == []
+    # Nothing new at all: nothing kept, nothing merely "not selected".
+    same = select_mutants(parent, [(a, "'x'", [2], []), (b, "'x'", [1, 2], [[2, "F"]])], 2)
+    assert same.kept == [] and same.redundant == [a, b] and same.not_selected == []
+    # A mutant that duplicates another's new output and coverage is redundant after it.
+    twins = select_mutants(parent, [(a, "'q'", [1, 5], []), (b, "'q'", [5], [])], 2)
+    assert twins.kept == [a] and twins.redundant == [b]
+    assert select_mutants(parent, scored, 0).kept == []

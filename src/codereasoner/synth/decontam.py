@@ -5,17 +5,25 @@ Three rules (``docs/synth.md``; data-pipeline reference section 8):
 ``ngram10``
     DeepSeek-Coder's rule over Python tokens: the case shares a 10-token sequence with a benchmark
     program, input or output. Tokens come from :mod:`tokenize`, keeping names, operators,
-    numbers and strings (comments, line breaks and indentation dropped). A 10-gram counts only if
-    it is *informative*: it holds a distinctive literal or two different distinctive names. A
-    distinctive token is a name, number or string of at least three characters (quotes, sign
-    and leading zeros aside) that is not a keyword or built-in and occurs in fewer than
-    ``common_fraction`` (2%) of the benchmark programs. Without this, idioms such as
-    ``for i in range(len(nums)):`` (ten generic tokens) would match much generated code, since
-    the generator draws on the same built-in methods as CRUXEval.
+    numbers and strings (comments, line breaks and indentation dropped). Two variants, chosen by
+    ``rule`` (:data:`NGRAM_RULES`):
+
+    ``literal`` (the default)
+        the paper's rule as written: *any* shared 10-gram is contamination, including generic
+        ones such as ``def f ( s ) : s = s .``.
+    ``specific``
+        a 10-gram counts only if it is *informative*: it holds a distinctive literal or two
+        different distinctive names. A distinctive token is a name, number or string of at
+        least three characters (quotes, sign and leading zeros aside) that is not a keyword or
+        built-in and occurs in fewer than ``common_fraction`` (2%) of the benchmark programs.
+        Idioms such as ``for i in range(len(nums)):`` (ten generic tokens) then do not count,
+        since the generator draws on the same built-in methods as CRUXEval.
 ``short_exact``
     DeepSeek's clause for benchmark strings of 3 to 9 tokens (inputs and outputs, short
-    programs): such a string occurring verbatim, as a token sequence, in the case. The same
-    distinctiveness requirement applies (``[1, 2]`` is not evidence of anything).
+    programs): such a string occurring verbatim, as a token sequence, in the case. Under both
+    ``rule`` values the string must be informative as above (``[1, 2]`` or ``1 , 3`` is not
+    evidence of anything; taken literally the clause would drop about one generated case in
+    six).
 ``near_duplicate``
     An AST-level near-duplicate pass: the code re-printed from its AST (formatting, comments and
     docstrings gone), the names it binds renamed ``v0, v1, ...`` in order of appearance
@@ -26,12 +34,15 @@ Three rules (``docs/synth.md``; data-pipeline reference section 8):
 
 :func:`codereasoner.benchmarks.programs.load_benchmark_programs` reads the programs through the
 benchmark loaders (synthesis sits above the benchmarks, so the caller loads them) and records
-which benchmarks were checked; :class:`BenchmarkIndex` answers :meth:`~BenchmarkIndex.check`.
+which benchmarks were checked and which were missing; :class:`BenchmarkIndex` answers
+:meth:`~BenchmarkIndex.check`; :class:`Decontamination` is what a synthesis run is given: the
+index and what it covers, or the explicit decision to skip (``--no-decontam``).
 """
 
 from __future__ import annotations
 
 import builtins
+import hashlib
 import io
 import keyword
 import math
@@ -39,7 +50,7 @@ import re
 import token
 import tokenize
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
@@ -54,6 +65,10 @@ MIN_DISTINCTIVE: Final = 3
 # Output-prediction benchmarks whose programs the generated cases resemble most; CoRE's two
 # views share one dataset, so either one brings its programs.
 DEFAULT_BENCHMARKS: Final = ("cruxeval-o", "lcb-execution", "reval", "core-output", "core-probe")
+# How the 10-gram rule decides (see the module docstring); the first is the default.
+NGRAM_RULES: Final = ("literal", "specific")
+DEFAULT_RULE: Final = NGRAM_RULES[0]
+RULE_NAMES: Final = ("ngram10", "short_exact", "near_duplicate")
 
 _KEPT_TYPES: Final = frozenset({token.NAME, token.OP, token.NUMBER, token.STRING})
 _KEYWORDS: Final = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
@@ -207,9 +222,14 @@ class BenchmarkIndex:
         shingle: int = SHINGLE,
         near_threshold: float = NEAR_THRESHOLD,
         common_fraction: float = COMMON_FRACTION,
+        rule: str = DEFAULT_RULE,
     ) -> None:
         if not 0 < near_threshold <= 1:
             raise ValueError("near_threshold must be in (0, 1]")
+        if rule not in NGRAM_RULES:
+            raise ValueError(f"unknown decontamination rule {rule!r}: expected "
+                             f"{' or '.join(NGRAM_RULES)}")  # fmt: skip
+        self.rule = rule
         self.programs = list(programs)
         self.ngram = ngram
         self.shingle = shingle
@@ -229,6 +249,17 @@ class BenchmarkIndex:
 
     def __len__(self) -> int:
         return len(self.programs)
+
+    def digest(self) -> str:
+        """SHA-256 of the indexed programs and their strings: a run's fingerprint of the
+        benchmark data it was checked against, so a resume against other data is refused."""
+        hasher = hashlib.sha256()
+        for program in self.programs:
+            for text in (program.benchmark, program.item_id, program.code, *program.strings):
+                hasher.update(text.encode("utf-8", "surrogatepass"))
+                hasher.update(b"\0")
+            hasher.update(b"\1")
+        return hasher.hexdigest()
 
     @property
     def benchmarks(self) -> list[str]:
@@ -278,9 +309,10 @@ class BenchmarkIndex:
                     key = _texts(sequence)
                     _add(self._short[key[:SHORT_MIN]].setdefault(key, []), number)
                 continue
+            literal = self.rule == "literal"
             for start in range(len(sequence) - self.ngram + 1):
                 window = sequence[start : start + self.ngram]
-                if self.informative(window):
+                if literal or self.informative(window):
                     _add(self._grams[_texts(window)], number)
 
     def _index_shingles(self) -> None:
@@ -361,6 +393,87 @@ class BenchmarkIndex:
             similarity = shared / (len(shingles) + len(theirs) - shared)
             if similarity >= self.near_threshold:
                 self._match(found, number, "near_duplicate", f"jaccard {similarity:.2f}")
+
+
+# ---------------------------------------------------------------------------------------
+# what a run is given
+# ---------------------------------------------------------------------------------------
+
+
+class NoBenchmarkData(ValueError):
+    """Decontamination was asked for but no benchmark's data was found."""
+
+
+@dataclass(frozen=True)
+class Decontamination:
+    """How a synthesis run decontaminates: an index and the benchmarks it covers (``checked``)
+    and those whose data was missing (``missing``: name -> why), or ``skipped`` (why nothing is
+    checked, e.g. ``"--no-decontam"``). Build it with :meth:`against` or :meth:`skip`; the
+    records, the summary and the resume fingerprint all say which it was."""
+
+    index: BenchmarkIndex | None
+    checked: tuple[str, ...] = ()
+    missing: Mapping[str, str] = field(default_factory=dict)
+    skipped: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.index is None) == (self.skipped is None):
+            raise ValueError("Decontamination: give an index or a reason to skip, not both")
+        if self.index is not None and not self.checked:
+            raise NoBenchmarkData("no benchmark data to decontaminate against")
+
+    @classmethod
+    def against(cls, loaded: LoadedBenchmarks, rule: str = DEFAULT_RULE) -> Decontamination:
+        """Check against what ``loaded`` holds; :class:`NoBenchmarkData` when it holds nothing."""
+        if not loaded.checked:
+            names = ", ".join(loaded.skipped) or "none asked for"
+            raise NoBenchmarkData(f"no benchmark data found ({names})")
+        index = BenchmarkIndex(loaded.programs, rule=rule)
+        return cls(index, tuple(loaded.checked), dict(loaded.skipped))
+
+    @classmethod
+    def skip(cls, reason: str = "--no-decontam") -> Decontamination:
+        """Nothing is checked, and every record says why."""
+        return cls(None, skipped=reason)
+
+    @property
+    def rule(self) -> str | None:
+        return self.index.rule if self.index is not None else None
+
+    def check(self, code: str, call: str = "") -> list[Match]:
+        return self.index.check(code, call) if self.index is not None else []
+
+    def record(self) -> dict[str, Any]:
+        """The ``decontam`` field of every case record of the run."""
+        if self.skipped is not None:
+            return {"checked": [], "skipped": self.skipped}
+        return {"checked": list(self.checked), "missing": list(self.missing), "rule": self.rule,
+                "rules": list(RULE_NAMES), "matches": 0}  # fmt: skip
+
+    def settings(self) -> dict[str, Any]:
+        """What the output depends on (part of a run's resume fingerprint)."""
+        if self.skipped is not None:
+            return {"decontam_skipped": self.skipped, "decontam_checked": []}
+        assert self.index is not None
+        return {
+            "decontam_skipped": None,
+            "decontam_checked": list(self.checked),
+            "decontam_missing": list(self.missing),
+            "decontam_rule": self.rule,
+            "decontam_programs": len(self.index),
+            "decontam_sha256": self.index.digest(),
+        }
+
+    def describe(self) -> str:
+        """One line for the terminal: what is checked, by which rule, and what is missing."""
+        if self.skipped is not None:
+            return f"decontamination: SKIPPED ({self.skipped}): no case is checked against any benchmark"
+        assert self.index is not None
+        text = (f"decontamination: {self.rule} 10-gram rule, short exact strings and near "
+                f"duplicates against {', '.join(self.checked)} ({len(self.index):,} programs)")  # fmt: skip
+        if self.missing:
+            text += f"; NOT checked (data missing): {', '.join(self.missing)}"
+        return text
 
 
 def _add(numbers: list[int], number: int) -> None:

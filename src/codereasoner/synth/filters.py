@@ -10,7 +10,10 @@ Three kinds of check, in pipeline order:
   raised, timed out, memory, output caps, the tracer's step cap, huge stdout, a return value whose canonical rendering
   is longer than ``max_output_chars`` (50 by default, CodeReasoner's rule) or not a literal.
 * :func:`check_determinism` compares two runs under different ``PYTHONHASHSEED`` values (see
-  :mod:`codereasoner.execution.determinism`).
+  :mod:`codereasoner.execution.determinism`); :func:`check_set_order` compares a run with one of
+  the same program rewritten so that its sets iterate in reverse (:mod:`.setorder`), which
+  catches outputs that depend on CPython's set layout for values whose hash ignores the seed
+  (``int``: ``{10, 11, 2, 3}.pop()``).
 
 Every check returns ``None`` (keep) or a :class:`~codereasoner.synth.case.Drop` whose ``reason``
 is one of :data:`REASONS` and whose ``detail`` is one human-readable line.
@@ -44,7 +47,7 @@ REASONS: Final[dict[str, tuple[str, ...]]] = {
         "raised", "timeout", "memory", "output_limit", "step_limit", "killed", "sandbox_error",
         "stdout_too_long", "not_literal", "output_too_long", "none_output",
     ),
-    DETERMINISM: ("hash_seed_dependent",),
+    DETERMINISM: ("hash_seed_dependent", "set_layout_dependent"),
 }  # fmt: skip
 
 # Built-ins whose use makes a case unsafe, impure or irreproducible. ``hash`` and ``id`` depend on
@@ -362,3 +365,15 @@ def check_determinism(
         return None
     return _drop(candidate, DETERMINISM, "hash_seed_dependent",
                  f"{result_a.describe()} vs {result_b.describe()}")  # fmt: skip
+
+
+def check_set_order(
+    candidate: Candidate, plain: ExecResult, reversed_sets: ExecResult
+) -> Drop | None:
+    """Drop a candidate whose observable outcome changes when its sets iterate in reverse
+    (``plain`` and ``reversed_sets`` ran under the same hash seed)."""
+    if observable(plain) == observable(reversed_sets):
+        return None
+    return _drop(candidate, DETERMINISM, "set_layout_dependent",
+                 f"{plain.describe()} vs {reversed_sets.describe()} with sets iterating in "
+                 "reverse")  # fmt: skip

@@ -18,7 +18,9 @@ prefixes and digits the code branches on.
 :func:`mutants` is pure: the same candidate and ``random.Random`` state give the same mutants,
 each with id ``<parent id>/m<k>`` and lineage ``{"parent": id, "ops": [...]}``. Retries are
 bounded (EvalPlus's retry loop is not), so fewer than ``count`` mutants may come back.
-:func:`prefer_new_coverage` orders executed mutants by the lines and branches they add.
+:func:`prefer_new_coverage` orders executed mutants by the lines and branches they add;
+:func:`select_mutants` keeps those that add a new output or new coverage (CodeReasoner keeps a
+mutant only when it teaches something its parent does not) and marks the rest redundant.
 """
 
 from __future__ import annotations
@@ -488,6 +490,57 @@ def prefer_new_coverage(
         covered |= reach
         ordered.append(candidate)
     return ordered
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The fate of each executed mutant: ``kept`` (in generation order), ``redundant`` (no
+    output and no line or branch that the parent and the kept mutants lack) and
+    ``not_selected`` (something new, but over the cap)."""
+
+    kept: list[Candidate]
+    redundant: list[Candidate]
+    not_selected: list[Candidate]
+
+
+def select_mutants(
+    parent: tuple[Hashable, Iterable[Hashable], Iterable[Hashable]],
+    scored_mutants: Sequence[tuple[Candidate, Hashable, Iterable[Hashable], Iterable[Hashable]]],
+    limit: int,
+) -> Selection:
+    """Choose at most ``limit`` mutants, greedily: the one adding the most new lines and branches
+    (over the parent and the mutants already chosen) first, then one with a new output among
+    those adding no coverage, ties in generation order. ``parent`` and each scored mutant give
+    ``(output, lines, branches)``; a mutant is *redundant* when, at the end, its output is the
+    parent's or a kept mutant's and its lines and branches are all covered by them."""
+    output, lines, branches = parent
+    outputs = {output}
+    covered = _reach(lines, branches)
+    reaches = [_reach(ls, bs) for _, _, ls, bs in scored_mutants]
+    pending = list(range(len(scored_mutants)))
+    chosen: set[int] = set()
+    while pending and len(chosen) < limit:
+        scores = [(len(reaches[i] - covered), scored_mutants[i][1] not in outputs) for i in pending]
+        best = max(range(len(pending)), key=lambda k: (*scores[k], -k))
+        if scores[best] == (0, False):
+            break
+        number = pending.pop(best)
+        chosen.add(number)
+        outputs.add(scored_mutants[number][1])
+        covered |= reaches[number]
+    useful = {i for i in pending if scored_mutants[i][1] not in outputs or reaches[i] - covered}
+    fate = [("kept" if i in chosen else "not_selected" if i in useful else "redundant")
+            for i in range(len(scored_mutants))]  # fmt: skip
+    groups: dict[str, list[Candidate]] = {"kept": [], "redundant": [], "not_selected": []}
+    for (candidate, *_), where in zip(scored_mutants, fate, strict=True):
+        groups[where].append(candidate)
+    return Selection(**groups)
+
+
+def _reach(lines: Iterable[Hashable], branches: Iterable[Hashable]) -> set[tuple[str, Hashable]]:
+    return {("line", item) for item in _hashable(lines)} | {
+        ("branch", item) for item in _hashable(branches)
+    }
 
 
 def _hashable(items: Iterable[Any]) -> Iterable[Hashable]:

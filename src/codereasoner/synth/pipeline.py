@@ -6,8 +6,9 @@ For candidate indices ``0 .. n-1``, chunk by chunk::
       -> static filter -> dedup -> decontam -> mutants (pure) -> static filter + dedup per mutant
       -> traced sandbox run, seed 0 (an original and its mutants share a program; up to 16
          programs share a batch, see :mod:`codereasoner.synth.batching`)
-      -> result filters -> second hash seed (every case still standing, untraced)
-      -> mutant selection (new coverage first) -> records
+      -> result filters -> second hash seed (every case still standing, untraced), next to
+         the same program with its sets iterating in reverse (see synth/setorder.py)
+      -> mutant selection (new output or coverage only, new coverage first) -> records
 
 Everything before execution runs candidate by candidate in index order, and every random choice
 is seeded from (seed, index), so the output depends only on the settings (the chunk size
@@ -37,17 +38,19 @@ from codereasoner.execution import (
 )
 from codereasoner.synth.batching import Work, run_grouped
 from codereasoner.synth.case import Candidate, Drop
-from codereasoner.synth.decontam import BenchmarkIndex
+from codereasoner.synth.decontam import DEFAULT_BENCHMARKS, BenchmarkIndex, Decontamination
 from codereasoner.synth.dedup import Deduper
 from codereasoner.synth.filters import (
     FilterConfig,
     check_determinism,
     check_result,
+    check_set_order,
     check_static,
 )
 from codereasoner.synth.mutate import mutants as make_mutants
-from codereasoner.synth.mutate import prefer_new_coverage
-from codereasoner.synth.records import build_record, drop_line
+from codereasoner.synth.mutate import select_mutants
+from codereasoner.synth.records import build_record, canonical_output, drop_line
+from codereasoner.synth.setorder import perturbed
 from codereasoner.synth.summary import Summary, write_summary
 from codereasoner.synth.writer import RunWriter, dump_line
 
@@ -55,6 +58,10 @@ if TYPE_CHECKING:
     from codereasoner.models.base import Backend
 
 HASH_SEEDS = (0, 1)
+# Versions of the checks whose rules are not settings: a directory written by a version with
+# other rules is not resumed into (its records would be judged differently).
+MUTANT_SELECTION = "new-output-or-coverage/1"
+SET_ORDER_CHECK = "reversed-sets/1"
 # Offline cases are written by this project's code (MIT, like the project); cases written by a
 # teacher model also fall under that model's terms of use, which the record names.
 LICENSE = "MIT"
@@ -111,7 +118,6 @@ class Prepared:
     case: Candidate
     call: Call
     mutants: list[tuple[Candidate, Call]]
-    decontam: Mapping[str, Any]
 
 
 @dataclass
@@ -136,8 +142,7 @@ class Pipeline:
         self,
         config: SynthConfig,
         source: Source,
-        decontam: BenchmarkIndex,
-        checked: Sequence[str],
+        decontam: Decontamination,
         python: str = "unknown",
     ) -> None:
         self.config = config
@@ -146,14 +151,9 @@ class Pipeline:
         self.teacher: Mapping[str, Any] | None = getattr(source, "teacher", None)
         self.filters = FilterConfig(max_output_chars=config.max_output_chars)
         self.deduper = Deduper()
-        self.index = decontam
-        self.checked = list(checked)
+        self.decontam = decontam
         self.limits = Limits(timeout_s=config.timeout_s, memory_mb=256)
-        self.decontam_record = {
-            "checked": self.checked,
-            "rules": ["ngram10", "short_exact", "near_duplicate"],
-            "matches": 0,
-        }
+        self.decontam_record = decontam.record()
         self.trace_options = TraceOptions(max_steps=config.max_steps)
 
     # -- before execution (also replayed on resume) --------------------------------------------
@@ -174,7 +174,7 @@ class Pipeline:
                 mutant_call = self._admit(mutant, out, "")
                 if mutant_call is not None:
                     kept.append((mutant, mutant_call))
-        return Prepared(item, call, kept, self.decontam_record)
+        return Prepared(item, call, kept)
 
     def _admit(self, candidate: Candidate, out: ChunkOutput, code: str) -> Call | None:
         """The parsed call when the candidate passes static, dedup and decontam; else a drop."""
@@ -188,7 +188,7 @@ class Pipeline:
         if drop is None:
             drop = self.deduper.check(candidate)
         if drop is None:
-            matches = self.index.check(code, candidate.call)
+            matches = self.decontam.check(code, candidate.call)
             if matches:
                 items = ", ".join(f"{m.benchmark}:{m.item_id}" for m in matches[:5])
                 drop = Drop(candidate.id, "decontam", matches[0].rule, items)
@@ -229,23 +229,39 @@ class Pipeline:
                     self._drop(drop, candidate, out)
             standing.append(alive)
             offsets.append(offset)
-        rerun = run_grouped(
-            second,
-            [
-                Work(item.case.code, item.case.entry_point, [call for _, call, _ in alive])
-                for item, alive in zip(prepared, standing, strict=True)
-            ],
-            self.limits,
-        )
-        for item, alive, (again, _), offset in zip(prepared, standing, rerun, offsets, strict=True):
+        # The second seed: each program as written, then (after all of them, so the plain
+        # programs share forks as they always did) those that can see a set, rewritten so that
+        # their sets iterate in reverse; both in the same pool, under the same seed.
+        work = [
+            Work(item.case.code, item.case.entry_point, [call for _, call, _ in alive])
+            for item, alive in zip(prepared, standing, strict=True)
+        ]
+        reversed_at: list[int | None] = []
+        for item, alive in zip(prepared, standing, strict=True):
+            calls = [call for _, call, _ in alive]
+            code = perturbed(item.case.code, item.case.entry_point, calls) if calls else None
+            reversed_at.append(len(work) if code is not None else None)
+            if code is not None:
+                work.append(Work(code, item.case.entry_point, calls))
+        rerun = run_grouped(second, work, self.limits)
+        for number, (item, alive, offset) in enumerate(
+            zip(prepared, standing, offsets, strict=True)
+        ):
+            again = rerun[number][0]
+            position = reversed_at[number]
+            flipped = rerun[position][0] if position is not None else [None] * len(alive)
             stable = []
-            for (candidate, _call, result), other in zip(alive, again, strict=True):
+            for (candidate, _call, result), other, turned in zip(
+                alive, again, flipped, strict=True
+            ):
                 drop = check_determinism(candidate, result, other)
+                if drop is None and turned is not None:
+                    drop = check_set_order(candidate, other, turned)
                 if drop is None:
                     stable.append((candidate, result))
                 else:
                     self._drop(drop, candidate, out)
-            self._emit(item, stable, offset, out)
+            self._emit(item, stable, offset, out, position is not None)
 
     def _emit(
         self,
@@ -253,6 +269,7 @@ class Pipeline:
         stable: list[tuple[Candidate, ExecResult]],
         offset: int,
         out: ChunkOutput,
+        set_order_checked: bool,
     ) -> None:
         by_id = {candidate.id: (candidate, result) for candidate, result in stable}
         parent = by_id.pop(item.case.id, None)
@@ -265,25 +282,37 @@ class Pipeline:
                 )
             return
         summaries = {cid: trace_summary(result, offset) for cid, (_, result) in by_id.items()}
+        outputs = {cid: canonical_output(result) for cid, (_, result) in by_id.items()}
         parent_summary = trace_summary(parent[1], offset)
+        parent_output = canonical_output(parent[1])
         scored = [
-            (by_id[cid][0], summaries[cid]["lines_covered"], summaries[cid]["branches"])
-            for cid in by_id
+            (candidate, outputs[cid], summaries[cid]["lines_covered"], summaries[cid]["branches"])
+            for cid, (candidate, _) in by_id.items()
         ]
-        order = prefer_new_coverage(
-            parent_summary["lines_covered"], parent_summary["branches"], scored
+        selection = select_mutants(
+            (parent_output, parent_summary["lines_covered"], parent_summary["branches"]),
+            scored,
+            self.config.mutants,
         )
-        chosen = {candidate.id for candidate in order[: self.config.mutants]}
-        out.cases.append(self._record(parent[0], parent[1], parent_summary, item))
+        chosen = {candidate.id for candidate in selection.kept}
+        redundant = {candidate.id for candidate in selection.redundant}
+        out.cases.append(self._record(parent[0], parent[1], parent_summary, set_order_checked))
         for cid, (candidate, result) in by_id.items():  # generation order
             if cid in chosen:
-                out.cases.append(self._record(candidate, result, summaries[cid], item))
+                out.cases.append(self._record(candidate, result, summaries[cid], set_order_checked))
+            elif cid in redundant:
+                reason = "no output, line or branch that its parent and kept mutants lack"
+                self._drop(Drop(cid, "mutation", "redundant", reason), candidate, out)
             else:
                 reason = f"{self.config.mutants} mutants kept, new coverage first"
                 self._drop(Drop(cid, "mutation", "not_selected", reason), candidate, out)
 
     def _record(
-        self, candidate: Candidate, result: ExecResult, trace: Mapping[str, Any], item: Prepared
+        self,
+        candidate: Candidate,
+        result: ExecResult,
+        trace: Mapping[str, Any],
+        set_order_checked: bool,
     ) -> str:
         record = build_record(
             candidate,
@@ -291,9 +320,10 @@ class Pipeline:
             trace,
             self.python,
             HASH_SEEDS,
-            item.decontam,
+            self.decontam_record,
             LICENSE if self.teacher is None else TEACHER_LICENSE,
             self.teacher,
+            set_order_checked=set_order_checked,
         )
         return dump_line(record)
 
@@ -322,7 +352,7 @@ def trace_summary(result: ExecResult, offset: int = 0) -> dict[str, Any]:
 
 
 def settings_of(
-    config: SynthConfig, source: Source, checked: Sequence[str], python: str
+    config: SynthConfig, source: Source, decontam: Decontamination, python: str
 ) -> dict[str, Any]:
     """What the output depends on; a resume with other settings is refused."""
     return {
@@ -337,7 +367,10 @@ def settings_of(
         # Chunks decide which programs share a fork in the second hash-seed run.
         "chunk_size": config.chunk_size,
         "hash_seeds": list(HASH_SEEDS),
-        "decontam_checked": list(checked),
+        "set_order_check": SET_ORDER_CHECK,
+        "mutant_selection": MUTANT_SELECTION,
+        # what was checked, against which data, by which rule (or why nothing was)
+        **decontam.settings(),
         "python": python,
     }
 
@@ -397,24 +430,24 @@ def run(
     pools: tuple[Pool, Pool] | None = None,
     *,
     source: Source | None = None,
-    decontam: tuple[BenchmarkIndex, Sequence[str]] | None = None,
+    decontam: Decontamination | tuple[BenchmarkIndex, Sequence[str]] | None = None,
     backend: Backend | None = None,
 ) -> Summary:
     """Run (or resume) a synthesis run into ``config.out``; returns its summary.
 
     ``pools``: a pool under hash seed 0 and one under another seed (opened here if not given);
     ``source``: candidates from elsewhere than ``config.generator`` (tests, benchmarks);
-    ``decontam``: the benchmark index and the names of the benchmarks it holds (build it with
-    :func:`codereasoner.benchmarks.programs.load_benchmark_programs`); without one nothing is
-    checked and every record says ``checked: []``; ``backend``: the teacher of the llm generator.
-    Raises :class:`~codereasoner.synth.writer.OutputError` when ``out`` holds another run.
+    ``decontam`` (required): a :class:`~codereasoner.synth.decontam.Decontamination`, built with
+    ``Decontamination.against(load_benchmark_programs(...))`` or ``Decontamination.skip(why)``
+    (an ``(index, checked)`` pair is accepted too: the default benchmarks it lacks are recorded
+    as missing, and an empty one as skipped); ``backend``: the teacher of the llm generator.
+    Raises :class:`~codereasoner.synth.writer.OutputError` when ``out`` holds another run and
+    :class:`ValueError` without ``decontam``.
     """
+    plan = as_decontamination(decontam)
     started = time.monotonic()
     out = config.out
     with ExitStack() as stack:
-        if decontam is None:  # nothing to check against: recorded as checked: []
-            decontam = (BenchmarkIndex([]), [])
-        index, checked = decontam
         if source is None:
             source = make_source(config, out, backend)
             if hasattr(source, "close"):
@@ -425,8 +458,8 @@ def run(
                 stack.enter_context(open_pool(config, HASH_SEEDS[1])),
             )
         python = str(pools[0].worker_info.get("python", "unknown"))
-        writer = RunWriter(out, settings_of(config, source, checked, python))
-        pipeline = Pipeline(config, source, index, checked, python)
+        writer = RunWriter(out, settings_of(config, source, plan, python))
+        pipeline = Pipeline(config, source, plan, python)
         if progress:
             progress(writer.done, config.n)
         if writer.done < config.n:
@@ -465,6 +498,24 @@ def run(
         writer.finish(elapsed_s=round(elapsed, 3))
         summary.elapsed_s = elapsed
         return summary
+
+
+def as_decontamination(
+    decontam: Decontamination | tuple[BenchmarkIndex, Sequence[str]] | None,
+) -> Decontamination:
+    """A :class:`Decontamination` from what :func:`run` was given; never a silent skip."""
+    if decontam is None:
+        raise ValueError(
+            "synthesis needs a decontamination decision: Decontamination.against(loaded "
+            "benchmarks) or Decontamination.skip(reason)"
+        )
+    if isinstance(decontam, Decontamination):
+        return decontam
+    index, checked = decontam
+    if not checked:
+        return Decontamination.skip("no benchmark data given")
+    missing = {name: "not given" for name in DEFAULT_BENCHMARKS if name not in checked}
+    return Decontamination(index, tuple(checked), missing)
 
 
 def _replay(pipeline: Pipeline, done: int) -> None:

@@ -3,8 +3,14 @@
 A case record (data-pipeline.md 10.1, adapted; field order is fixed)::
 
     {"id", "method", "constraints", "generator", "code", "entry_point", "input", "call",
-     "output", "output_type", "exec": {"python", "hashseed_stable", "hash_seeds", "steps",
-     "lines_covered", "branches"}, "mutation", "decontam", "filters", "provenance", "license"}
+     "output", "output_type", "exec": {"python", "hashseed_stable", "hash_seeds",
+     "set_order_checked", "steps", "lines_covered", "branches"}, "mutation", "decontam",
+     "filters", "provenance", "license"}
+
+``filters.passed`` names the stages the case went through: ``decontam`` only when it was really
+checked (a run with ``--no-decontam`` says ``"decontam": {"checked": [], "skipped":
+"--no-decontam"}`` instead), ``mutation`` for mutants. ``exec.set_order_checked`` is true when
+the program could see a set and was run again with its sets iterating in reverse (same outcome).
 
 ``input`` is the argument text (CRUXEval style), ``output`` the canonical literal of the return
 value (:func:`codereasoner.values.render`); both read back with ``codereasoner.values.parse``.
@@ -38,9 +44,13 @@ def build_record(
     decontam: Mapping[str, Any],
     license_name: str,
     teacher: Mapping[str, Any] | None = None,
+    *,
+    set_order_checked: bool = False,
 ) -> dict[str, Any]:
-    """The record of a kept case; ``trace`` is :func:`~codereasoner.synth.pipeline.trace_summary`."""
+    """The record of a kept case; ``trace`` is :func:`~codereasoner.synth.pipeline.trace_summary`,
+    ``decontam`` the run's :meth:`~codereasoner.synth.decontam.Decontamination.record`."""
     lineage = dict(candidate.lineage) if candidate.lineage else None
+    passed = [stage for stage in PASSED if stage != "decontam" or not decontam.get("skipped")]
     return {
         "id": candidate.id,
         "method": candidate.method,
@@ -56,13 +66,14 @@ def build_record(
             "python": python,
             "hashseed_stable": True,
             "hash_seeds": list(hash_seeds),
+            "set_order_checked": set_order_checked,
             "steps": trace["steps"],
             "lines_covered": trace["lines_covered"],
             "branches": trace["branches"],
         },
         "mutation": lineage,
         "decontam": dict(decontam),
-        "filters": {"passed": list(PASSED) + (["mutation"] if lineage else [])},
+        "filters": {"passed": passed + (["mutation"] if lineage else [])},
         "provenance": {
             "project": PROJECT,
             "generator": candidate.generator,

@@ -1,6 +1,8 @@
-"""The summary of a synthesis run, computed from its output files (so a resumed run's summary is
-the same as an uninterrupted one's): counts by stage, drop reasons, methods covered, and the
-distributions of methods, nesting depth, code lines and trace length, saved as JSON and a plot."""
+"""The summary of a synthesis run, computed from its output files and settings (so a resumed
+run's summary is the same as an uninterrupted one's): counts by stage, drop reasons, how
+decontamination was done (rule, benchmarks checked and missing, or why it was skipped), methods
+covered, and the distributions of methods, nesting depth, code lines and trace length, saved as
+JSON and a plot."""
 
 from __future__ import annotations
 
@@ -68,8 +70,9 @@ def compute(out_dir: Path, settings: Mapping[str, Any]) -> dict[str, Any]:
     lines: list[int] = []
     steps: list[int] = []
     chars: list[int] = []
-    originals = mutants = 0
+    originals = mutants = set_order_checked = 0
     for record in _read(out_dir / "cases.jsonl"):
+        set_order_checked += bool(record["exec"].get("set_order_checked"))
         if record.get("mutation"):
             mutants += 1
         else:
@@ -112,11 +115,36 @@ def compute(out_dir: Path, settings: Mapping[str, Any]) -> dict[str, Any]:
         "code_lines": _stats(lines),
         "code_chars": _stats(chars),
         "trace_steps": _stats(steps),
-        "decontam_matches": dict(sorted(audit.items())),
+        "decontam": decontam_summary(settings, reasons, audit),
+        "set_order_checked": set_order_checked,
         "distributions": {
             "code_lines": dict(sorted(Counter(lines).items())),
             "trace_steps": _bucket(steps),
         },
+    }
+
+
+def decontam_summary(
+    settings: Mapping[str, Any], reasons: Mapping[str, int], audit: Mapping[str, int]
+) -> dict[str, Any]:
+    """How the run was decontaminated: skipped (and why), or the rule, the benchmarks checked
+    and those whose data was missing, the cases dropped per rule and the matches per benchmark."""
+    skipped = settings.get("decontam_skipped")
+    if skipped:
+        return {"skipped": skipped, "checked": []}
+    prefix = "decontam/"
+    return {
+        "skipped": None,
+        "rule": settings.get("decontam_rule"),
+        "checked": list(settings.get("decontam_checked", [])),
+        "missing": list(settings.get("decontam_missing", [])),
+        "programs": settings.get("decontam_programs"),
+        "dropped": {
+            key[len(prefix) :]: count
+            for key, count in sorted(reasons.items())
+            if key.startswith(prefix)
+        },
+        "matches": dict(sorted(audit.items())),
     }
 
 
