@@ -11,7 +11,8 @@ TEST_DEBS := $(REVAL_DEBS) $(LCB_DEBS) chromium
 .PHONY: demo test lint bench system-deps test-deps clean
 
 # The main job on its embedded default: a training set from the offline generator (resumes if
-# interrupted), then the sandbox and grading demonstration. No model, no network.
+# interrupted; decontamination skipped, as the run states: no benchmark data offline), then the
+# sandbox and grading demonstration. No model, no network.
 demo: system-deps $(VENV)/.core
 	$(BIN)/codereasoner synth --generator offline --n 2000 --seed 0 --out runs/synth-demo --no-decontam
 	$(BIN)/codereasoner demo
