@@ -38,10 +38,10 @@ def status_is(*statuses: Status) -> Callable[[ExecResult], None]:
     return check
 
 
-def raises(exc_type: str) -> Callable[[ExecResult], None]:
+def raises(*exc_types: str) -> Callable[[ExecResult], None]:
     def check(result: ExecResult) -> None:
         assert result.status is Status.ERROR, result.describe()
-        assert result.exception_type == exc_type, result.describe()
+        assert result.exception_type in exc_types, result.describe()
 
     return check
 
@@ -102,7 +102,8 @@ ATTACKS: list[Attack] = [
         def f():
             return open('/etc/shadow').read()
     """),
-        raises("PermissionError"),
+        # not bound under bubblewrap; unreadable after the uid drop in the fallback
+        raises("PermissionError", "FileNotFoundError"),
     ),
     Attack(
         "env_secret",
@@ -162,9 +163,10 @@ ATTACKS: list[Attack] = [
         _src("""
         import os
         def f():
-            return {p: sorted(os.listdir(p)) for p in ('/root', '/home', '/tmp')}
+            return {p: sorted(os.listdir(p)) if os.path.lexists(p) else None
+                    for p in ('/root', '/home', '/tmp')}
     """),
-        returns({"/root": [], "/home": [], "/tmp": ["codereasoner-sandbox"]}),
+        returns({"/root": None, "/home": None, "/tmp": ["codereasoner-sandbox"]}),
     ),
     # --- filesystem ---
     Attack(

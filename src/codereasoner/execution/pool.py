@@ -1,8 +1,15 @@
 """A pool of warm sandbox workers that runs calls and batches of calls.
 
-Each worker is a long-lived sandboxed interpreter (see :mod:`.sandbox`) that forks one confined
-child per batch. The pool keeps every worker busy, restarts a worker that dies or stops answering,
-recycles workers after a number of jobs, and returns results in submission order.
+Each worker is a long-lived sandboxed interpreter (see :mod:`.sandbox`) with a template process
+(a fork server that never sees job data) which forks one fresh, confined child per batch, so no
+program can find an earlier job's text in its memory (see the sandboxed ``worker`` module). The
+pool keeps every worker busy, restarts a worker that dies or stops answering, recycles workers
+after a number of jobs, and returns results in submission order. A ``sandbox_error`` result
+always comes from the worker or the pool, never from a program.
+
+Each pool stages the sandbox-side files in its own ``codereasoner-stage-*`` directory, removed on
+close; creating a pool also removes stage directories whose owner process is gone (runs that
+were killed).
 """
 
 from __future__ import annotations

@@ -3,6 +3,25 @@
 The filter is built once in the warm worker and loaded in each forked child (about 0.2 ms), after
 which the child cannot execute programs, create processes, use sockets, change the filesystem,
 signal other processes, trace or read other processes' memory, or raise its own limits.
+
+Nothing a job does may outlive it or reach another process, so the filter also denies (EPERM):
+
+* System V IPC and POSIX message queues (``shm*``, ``msg*``, ``sem*``, ``mq_*``, ``ipc``): a
+  segment would stay in the worker's IPC namespace (the host's, in the fallback) after the job;
+* every way of making the kernel signal someone else on I/O: ``fcntl`` ``F_SETOWN``,
+  ``F_SETOWN_EX``, ``F_SETSIG``, ``F_SETLEASE``, ``F_NOTIFY``, ``F_SETFL`` with ``O_ASYNC`` (other
+  ``F_SETFL`` changes, such as ``os.set_blocking``, stay allowed), and ``ioctl`` ``FIOASYNC``,
+  ``FIOSETOWN``, ``SIOCSPGRP``, ``TIOCSPGRP``, ``TIOCSCTTY``, ``TIOCSTI``;
+* advisory locks, which read-only mounts do not stop: ``flock`` and ``fcntl`` ``F_SETLK``,
+  ``F_SETLKW``, ``F_OFD_SETLK``, ``F_OFD_SETLKW`` (so ``fcntl.lockf`` too); ``F_GETLK`` stays;
+* scheduling, priority and memory placement of anything but the caller named as ``0``:
+  ``sched_setscheduler``, ``sched_setparam``, ``sched_setaffinity``, ``sched_setattr``,
+  ``migrate_pages``, ``move_pages`` with a pid other than 0, ``setpriority`` unless
+  ``(PRIO_PROCESS, 0)``, ``ioprio_set`` unless ``(IOPRIO_WHO_PROCESS, 0)``. A program that names
+  itself by its own pid is refused too (a pre-built filter cannot know the pid; the kernel treats
+  0 as "the calling thread", which is what ``os.nice`` and ``os.sched_setaffinity(0, ...)`` use).
+
+``fcntl`` and ``ioctl`` commands are compared on their low 32 bits, as the kernel reads them.
 """
 
 from __future__ import annotations
@@ -12,8 +31,10 @@ import errno
 import os
 
 _ACT_ALLOW = 0x7FFF0000
+_CMP_NE = 1
 _CMP_MASKED_EQ = 7
 _CLONE_THREAD = 0x00010000
+_LOW32 = 0xFFFFFFFF
 
 
 def _act_errno(code: int) -> int:
@@ -40,10 +61,17 @@ DENIED_SYSCALLS: tuple[str, ...] = (
     "link", "linkat", "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "chown", "fchown",
     "lchown", "fchownat", "truncate", "ftruncate", "creat", "mknod", "mknodat", "utime",
     "utimes", "utimensat", "futimesat", "name_to_handle_at", "open_by_handle_at",
+    # advisory locks (also on read-only files of the host)
+    "flock",
     # other processes
     "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open",
     "pidfd_send_signal", "pidfd_getfd", "ptrace", "process_vm_readv", "process_vm_writev",
     "kcmp", "setpgid", "setsid",
+    # state that would outlive the job: System V IPC and POSIX message queues
+    "shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "semget",
+    "semop", "semtimedop", "semtimedop_time64", "semctl", "ipc", "mq_open", "mq_unlink",
+    "mq_timedsend", "mq_timedsend_time64", "mq_timedreceive", "mq_timedreceive_time64",
+    "mq_notify", "mq_getsetattr",
     # limits and identity
     "setrlimit", "prlimit64", "setuid", "setgid", "setreuid", "setregid", "setresuid",
     "setresgid", "setfsuid", "setfsgid", "setgroups", "capset",
@@ -57,6 +85,25 @@ DENIED_SYSCALLS: tuple[str, ...] = (
 )  # fmt: skip
 
 _WRITE_FLAGS = (os.O_WRONLY, os.O_RDWR, os.O_TRUNC)
+
+# fcntl commands denied whatever their argument: signal owners and delivery, leases, directory
+# notification, and record locks (classic and open-file-description).
+F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETSIG, F_SETOWN_EX = 4, 6, 7, 8, 10, 15
+F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_NOTIFY = 37, 38, 1024, 1026
+DENIED_FCNTL = (F_SETOWN, F_SETSIG, F_SETOWN_EX, F_SETLEASE, F_NOTIFY, F_SETLK, F_SETLKW,
+                F_OFD_SETLK, F_OFD_SETLKW)  # fmt: skip
+O_ASYNC = 0o20000
+# ioctl requests: async I/O on, owner of SIGIO/SIGURG (file and socket forms), a terminal's
+# foreground group, taking a controlling terminal, faking terminal input.
+DENIED_IOCTL = (0x5452, 0x8901, 0x8902, 0x5410, 0x540E, 0x5412)
+# Syscalls whose first argument is a pid; only 0 (the caller) is allowed.
+SELF_ONLY = ("sched_setscheduler", "sched_setparam", "sched_setaffinity", "sched_setattr",
+             "migrate_pages", "move_pages")  # fmt: skip
+_PRIO_PROCESS = 0
+_IOPRIO_WHO_PROCESS = 1
+
+# (arg, op, datum_a, datum_b), as libseccomp's struct scmp_arg_cmp.
+Comparison = tuple[int, int, int, int]
 
 
 class SeccompUnavailable(RuntimeError):
@@ -84,26 +131,35 @@ class SeccompFilter:
         if not self._ctx:
             raise SeccompUnavailable("seccomp_init failed")
         self.rules = 0
+        eperm = _act_errno(errno.EPERM)
         for name in DENIED_SYSCALLS:
-            self._deny(name, _act_errno(errno.EPERM))
+            self._deny(name, eperm)
         # clone3 must fail with ENOSYS so that glibc falls back to clone() for threads.
         self._deny("clone3", _act_errno(errno.ENOSYS))
-        self._deny("clone", _act_errno(errno.EPERM), (0, _CLONE_THREAD, 0))
+        self._deny("clone", eperm, (0, _CMP_MASKED_EQ, _CLONE_THREAD, 0))
         for flag in _WRITE_FLAGS:
-            self._deny("open", _act_errno(errno.EPERM), (1, flag, flag))
-            self._deny("openat", _act_errno(errno.EPERM), (2, flag, flag))
+            self._deny("open", eperm, (1, _CMP_MASKED_EQ, flag, flag))
+            self._deny("openat", eperm, (2, _CMP_MASKED_EQ, flag, flag))
         self._deny("openat2", _act_errno(errno.ENOSYS))
+        for command in DENIED_FCNTL:
+            self._deny("fcntl", eperm, (1, _CMP_MASKED_EQ, _LOW32, command))
+        self._deny("fcntl", eperm, (1, _CMP_MASKED_EQ, _LOW32, F_SETFL),
+                   (2, _CMP_MASKED_EQ, O_ASYNC, O_ASYNC))  # fmt: skip
+        for request in DENIED_IOCTL:
+            self._deny("ioctl", eperm, (1, _CMP_MASKED_EQ, _LOW32, request))
+        for name in SELF_ONLY:
+            self._deny(name, eperm, (0, _CMP_NE, 0, 0))
+        self._deny("setpriority", eperm, (0, _CMP_NE, _PRIO_PROCESS, 0))
+        self._deny("setpriority", eperm, (1, _CMP_NE, 0, 0))
+        self._deny("ioprio_set", eperm, (0, _CMP_NE, _IOPRIO_WHO_PROCESS, 0))
+        self._deny("ioprio_set", eperm, (1, _CMP_NE, 0, 0))
 
-    def _deny(self, name: str, action: int, masked_eq: tuple[int, int, int] | None = None) -> None:
+    def _deny(self, name: str, action: int, *comparisons: Comparison) -> None:
         number = self._lib.seccomp_syscall_resolve_name(name.encode())
-        if number == -1:  # not a syscall on this architecture
+        if number < 0:  # not a syscall on this architecture (or a multiplexed pseudo-call)
             return
-        if masked_eq is None:
-            rc = self._lib.seccomp_rule_add_array(self._ctx, action, number, 0, None)
-        else:
-            arg, mask, value = masked_eq
-            cmp = _ArgCmp(arg, _CMP_MASKED_EQ, mask, value)
-            rc = self._lib.seccomp_rule_add_array(self._ctx, action, number, 1, ctypes.byref(cmp))
+        cmps = (_ArgCmp * max(1, len(comparisons)))(*comparisons)
+        rc = self._lib.seccomp_rule_add_array(self._ctx, action, number, len(comparisons), cmps)
         if rc < 0:
             raise SeccompUnavailable(f"cannot add a seccomp rule for {name}: errno {-rc}")
         self.rules += 1

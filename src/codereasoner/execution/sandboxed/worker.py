@@ -1,11 +1,34 @@
 """The warm sandbox worker.
 
-Started once per pool slot (inside bubblewrap when available), it reads jobs as JSON lines on
-stdin and answers each with one JSON line on stdout. Every job runs in a forked child that sets
-rlimits, loads the seccomp filter, runs the job's calls one after another and reports one result
-line per call on a private pipe. The worker enforces per-call CPU and wall-clock limits from the
-outside, kills the child's process group on overrun, and starts a fresh child for the calls that
-remain. It returns values as data; it never decides whether a value is right.
+Started once per pool slot (inside bubblewrap when available, where it is PID 1 of its namespace),
+it reads jobs as JSON lines on stdin and answers each with one JSON line on stdout. It returns
+values as data; it never decides whether a value is right.
+
+Processes, and what each may hold:
+
+* the **worker** preloads modules, builds the seccomp filter, makes itself not dumpable, freezes
+  the GC and then forks the **template** before it reads any job. It reads jobs, supervises
+  children and answers the parent.
+* the **template** (a fork server) never sees job data: per child it creates the child's job pipe
+  and result pipe, forks, and passes the worker's ends back over a socketpair
+  (``socket.send_fds``); on request it reaps a child (``wait4``: status and rusage). Every child
+  is a fresh copy of the template, so no child can find fragments of earlier jobs (source,
+  arguments, values) in its memory.
+* a **child** reads its job from its job pipe, confines itself (own process group, every inherited
+  descriptor closed, no stdin, rlimits, uid drop in the fallback, seccomp), writes a ``ready``
+  line and only then runs the job's calls, one result line per call.
+
+Only the worker reports ``sandbox_error``: before the ``ready`` line no program code has run, so
+a set-up failure reported there (or the child dying before it) is an infrastructure failure;
+after it, a line claiming ``sandbox_error`` (or any malformed line) is the program's own
+``ProtocolViolation``. A result line can only claim a value for the child's own calls, which the
+parent compares with expected values the program never sees.
+
+The worker enforces per-call CPU (``/proc/<pid>/stat``) and wall-clock limits from the outside
+(the wall clock of a child's first call starts at its ``ready`` line; set-up has its own deadline),
+kills the child's process group on overrun, and has the template fork a fresh child for the calls
+that remain. The worker and the template ignore stray signals (SIGINT, SIGHUP, SIGTERM, SIGIO,
+...); children get the dispositions back.
 
 Runs inside the sandbox as a top-level script: standard library and the staged modules only.
 """
@@ -26,6 +49,7 @@ import random
 import resource
 import select
 import signal
+import socket
 import time
 
 import values
@@ -39,6 +63,22 @@ _MAX_RESULT_LINE = 8 << 20
 _EXIT_RESTART = 75
 # Source parts of a job, run in this order in one namespace; only "<program>" is traced.
 _PARTS = {"preamble": "<preamble>", "source": "<program>", "epilogue": "<epilogue>"}
+# The line a child writes once it is confined, before any program code runs.
+_READY = b'{"ready": true}'
+# Below the pool's grace period, so that a stuck set-up is reported by the worker itself.
+_SETUP_TIMEOUT_S = 4.0
+# Signals the worker and the template ignore: nothing in the sandbox may end them by a signal
+# (children cannot send any, and the kernel cannot be asked to on their behalf; this is a second
+# line). Children get the previous dispositions back.
+_STRAY_SIGNALS = tuple(
+    getattr(signal, name) for name in (
+        "SIGINT", "SIGQUIT", "SIGHUP", "SIGTERM", "SIGIO", "SIGURG", "SIGUSR1", "SIGUSR2",
+        "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGPWR", "SIGXCPU", "SIGXFSZ", "SIGTSTP", "SIGTTIN",
+        "SIGTTOU", "SIGPIPE",
+    ) if hasattr(signal, name)
+)  # fmt: skip
+_MAX_RSS_KB = 1 << 40
+_MAX_CPU_MS = 1e12
 
 
 class _OutputLimit(Exception):
@@ -334,8 +374,13 @@ class Worker:
         self.vm_kb = _vm_size_kb()
         self.devnull_r = os.open(os.devnull, os.O_RDONLY)
         self.devnull_w = os.open(os.devnull, os.O_WRONLY)
+        self.child_signals = {number: signal.getsignal(number) for number in _STRAY_SIGNALS}
+        for number in _STRAY_SIGNALS:
+            signal.signal(number, signal.SIG_IGN)
         gc.collect()
         gc.freeze()
+        # Forked before any job is read: the template, and every child, never held job data.
+        self.template = _Template(self)
 
     @staticmethod
     def _set_not_dumpable() -> None:
@@ -354,6 +399,7 @@ class Worker:
             "seccomp_error": self.seccomp_error,
             "uid": os.getuid(),
             "pid": os.getpid(),
+            "template_pid": self.template.pid,
             "vm_kb": self.vm_kb,
             "tracer_engine": _tracer_engine(),
         }
@@ -365,14 +411,22 @@ class Worker:
             if not line.strip():
                 continue
             job = json.loads(line)
-            results = self.run_job(job)
+            results = self.run_job(job, line.rstrip(b"\n"))
             _write_all(out, json.dumps({"id": job["id"], "results": results}).encode() + b"\n")
 
-    # -- the child ---------------------------------------------------------------------------
+    # -- the child (forked by the template) ----------------------------------------------------
 
-    def _enter_child(self, job: dict, start: int, result_fd: int) -> None:
+    def enter_child(self, job_fd: int, result_fd: int) -> None:
+        """Read the job, confine this process, acknowledge, run the calls; never returns."""
         try:
             os.setpgid(0, 0)
+            _prctl_parent_death_kill()
+            start, line = _read_job(job_fd)  # a spare child waits here, as deaf as the template
+            os.close(job_fd)
+            for number, handler in self.child_signals.items():
+                signal.signal(number, handler)
+            job = json.loads(line)
+            del line
             os.dup2(self.devnull_r, 0)
             os.dup2(self.devnull_w, 1)
             os.dup2(self.devnull_w, 2)
@@ -385,10 +439,12 @@ class Worker:
                 os.setuid(self.drop_to_uid)
             if self.filter is not None:
                 self.filter.load()
+            _write_all(result_fd, _READY + b"\n")
         except BaseException as exc:
-            failure = {"i": start, "status": "sandbox_error", "exc_type": type(exc).__name__,
-                       "exc_message": f"sandbox setup failed: {exc}"}  # fmt: skip
-            _write_all(result_fd, json.dumps(failure).encode() + b"\n")
+            # No program code has run yet: this report is the sandbox's own.
+            failure = {"setup_error": f"{type(exc).__name__}: {exc}"}
+            with contextlib.suppress(BaseException):
+                _write_all(result_fd, json.dumps(failure).encode() + b"\n")
             os._exit(70)
         try:
             _Child(job, start, result_fd).run()
@@ -417,41 +473,60 @@ class Worker:
 
     # -- the worker's side of a job ------------------------------------------------------------
 
-    def run_job(self, job: dict) -> list[dict]:
+    def run_job(self, job: dict, line: bytes) -> list[dict]:
         calls = job["calls"]
         results: list[dict] = []
         while len(results) < len(calls):
-            results.extend(self._run_child(job, len(results)))
+            results.extend(self._run_child(job, line, len(results)))
         return results
 
-    def _run_child(self, job: dict, start: int) -> list[dict]:
+    def _run_child(self, job: dict, line: bytes, start: int) -> list[dict]:
         limits = job["limits"]
         timeout_s = float(limits["timeout_s"])
         wall_timeout_s = float(limits["wall_timeout_s"])
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read_fd)
-            self._enter_child(job, start, write_fd)
-        os.close(write_fd)
+        try:
+            pid, job_fd, read_fd = self.template.fork()
+        except _TemplateError as exc:
+            return [_sandbox_error(f"cannot start a sandboxed child: {exc}")]
+        pending = memoryview(b"%d %d\n" % (start, len(line)) + line)
+        os.set_blocking(job_fd, False)
         results: list[dict] = []
         buffer = b""
+        ready = False
         item_started = time.monotonic()
+        setup_deadline = item_started + _SETUP_TIMEOUT_S
         cpu_base_ms = 0.0
         failure = None
-        done = False
         total = len(job["calls"])
         try:
             while failure is None:
                 now = time.monotonic()
-                wall_left = item_started + wall_timeout_s - now
-                if wall_left <= 0:
-                    failure = _timeout(f"wall-clock limit of {wall_timeout_s:g} s exceeded")
-                    break
-                ready, _, _ = select.select([read_fd], [], [], min(wall_left, _TICK_S))
                 if not ready:
-                    used_ms = _cpu_ms(pid) - cpu_base_ms
-                    if used_ms > timeout_s * 1000:
+                    wall_left = setup_deadline - now
+                    if wall_left <= 0:
+                        failure = _sandbox_error("sandboxed child did not finish its set-up")
+                        break
+                else:
+                    wall_left = item_started + wall_timeout_s - now
+                    if wall_left <= 0:
+                        failure = _timeout(f"wall-clock limit of {wall_timeout_s:g} s exceeded")
+                        break
+                writers = [job_fd] if job_fd is not None else []
+                readable, writable, _ = select.select([read_fd], writers, [],
+                                                      min(wall_left, _TICK_S))  # fmt: skip
+                if writable:
+                    try:
+                        written = os.write(job_fd, pending)
+                    except BlockingIOError:
+                        written = 0
+                    except BrokenPipeError:  # the child is gone; how it ended says why
+                        written = len(pending)
+                    pending = pending[written:]
+                    if not pending:
+                        os.close(job_fd)
+                        job_fd = None
+                if not readable:
+                    if ready and _cpu_ms(pid) - cpu_base_ms > timeout_s * 1000:
                         failure = _timeout(f"CPU time limit of {timeout_s:g} s exceeded")
                     continue
                 chunk = os.read(read_fd, 1 << 16)
@@ -462,8 +537,15 @@ class Worker:
                     failure = _violation("result line too long")
                     break
                 *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    result = _sanitize(line, start + len(results))
+                for result_line in lines:
+                    if not ready:
+                        if result_line == _READY:
+                            ready = True
+                            item_started = time.monotonic()
+                            continue
+                        failure = _sandbox_error(_setup_failure(result_line))
+                        break
+                    result = _sanitize(result_line, start + len(results))
                     if result is None:
                         failure = _violation("malformed result from the sandboxed child")
                         break
@@ -474,27 +556,175 @@ class Worker:
                     cpu_base_ms = cpu_total
                     item_started = finished
                     results.append(result)
-                    if result["status"] == "sandbox_error" or start + len(results) == total:
-                        done = True
+                    if start + len(results) == total:
                         break
-                if done:
+                if start + len(results) == total:
                     break
         finally:
             os.close(read_fd)
+            if job_fd is not None:
+                os.close(job_fd)
             _kill_group(pid)
-            _, wait_status, usage = os.wait4(pid, 0)
+            # The exit status matters only when calls remain; otherwise the template reaps the
+            # child while this worker answers the parent.
+            reaped = self.template.reap(pid, wait=start + len(results) < total)
+        if reaped is None:
+            return results
+        wait_status, usage = reaped
         restart = (
             results and os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == _EXIT_RESTART
         )
         if failure is None and start + len(results) < total and not restart:
             failure = _classify_exit(wait_status)
+            if not ready:  # died before any program code ran
+                failure = _sandbox_error(f"sandboxed child ended during set-up: "
+                                         f"{failure['exc_message']}")  # fmt: skip
         if failure is not None and start + len(results) < total:
             failure["wall_ms"] = round((time.monotonic() - item_started) * 1000, 3)
-            failure["max_rss_kb"] = usage.ru_maxrss
-            cpu_ms = (usage.ru_utime + usage.ru_stime) * 1000 - cpu_base_ms
+            failure["max_rss_kb"] = usage[0]
+            cpu_ms = (usage[1] + usage[2]) * 1000 - cpu_base_ms
             failure["cpu_ms"] = round(max(0.0, cpu_ms), 3)
             results.append(failure)
         return results
+
+
+class _TemplateError(RuntimeError):
+    pass
+
+
+class _Template:
+    """The fork server: a copy of the worker taken before any job, which forks the children.
+
+    Requests over a SOCK_SEQPACKET socketpair, answered in order: ``fork`` (answer: the child's
+    pid, with the job pipe's write end and the result pipe's read end attached) and
+    ``reap <pid>`` (answer: ``[wait status, ru_maxrss, ru_utime, ru_stime]``). It holds nothing
+    but pids and the pipe ends of one spare child, forked ahead so that a job does not wait for
+    the fork; the spare waits for its job in its job pipe, a copy of the template like any child.
+    """
+
+    def __init__(self, worker: Worker) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.pid = os.fork()
+        if self.pid == 0:
+            ours.close()
+            try:
+                self._serve(worker, theirs)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.socket = ours
+        self.unanswered = 0  # reaps whose answers nobody waited for
+
+    @staticmethod
+    def _serve(worker: Worker, channel: socket.socket) -> None:
+        _prctl_parent_death_kill()
+        os.dup2(worker.devnull_r, 0)  # the worker's job stream and answers are not ours
+        os.dup2(worker.devnull_w, 1)
+        spare: tuple[int, int, int] | None = None
+
+        def make_spare() -> tuple[int, int, int]:
+            job_r, job_w = os.pipe()
+            result_r, result_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                channel.close()
+                for fd in (job_w, result_r, *(spare[1:] if spare else ())):
+                    os.close(fd)
+                worker.enter_child(job_r, result_w)
+            os.close(job_r)
+            os.close(result_w)
+            with contextlib.suppress(OSError):
+                os.setpgid(pid, pid)
+            return pid, job_w, result_r
+
+        while True:
+            request = channel.recv(64)
+            if not request:
+                return
+            if request == b"fork":
+                try:
+                    child = spare or make_spare()
+                except OSError as exc:
+                    channel.send(f"error {exc}".encode())
+                    continue
+                spare = None
+                socket.send_fds(channel, [b"%d" % child[0]], list(child[1:]))
+                os.close(child[1])
+                os.close(child[2])
+                with contextlib.suppress(OSError):
+                    spare = make_spare()
+            elif request.startswith(b"reap "):
+                _, status, usage = os.wait4(int(request[5:]), 0)
+                answer = [status, usage.ru_maxrss, usage.ru_utime, usage.ru_stime]
+                channel.send(json.dumps(answer).encode())
+
+    def _drain(self) -> None:
+        while self.unanswered:
+            if not self.socket.recv(256):
+                raise SystemExit("sandbox template process ended")
+            self.unanswered -= 1
+
+    def fork(self) -> tuple[int, int, int]:
+        self.socket.send(b"fork")
+        self._drain()
+        message, fds, _, _ = socket.recv_fds(self.socket, 256, 2)
+        if not message:  # the template is gone: end the worker, the pool starts a new one
+            raise SystemExit("sandbox template process ended")
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            raise _TemplateError(message.decode(errors="replace"))
+        return int(message), fds[0], fds[1]
+
+    def reap(self, pid: int, wait: bool = True) -> tuple[int, tuple[int, float, float]] | None:
+        """Have the template reap ``pid`` (killed already); its status and usage if ``wait``."""
+        self.socket.send(b"reap %d" % pid)
+        if not wait:
+            self.unanswered += 1
+            return None
+        self._drain()
+        answer = self.socket.recv(256)
+        if not answer:
+            raise SystemExit("sandbox template process ended")
+        status, maxrss, utime, stime = json.loads(answer)
+        return status, (maxrss, utime, stime)
+
+
+def _prctl_parent_death_kill() -> None:
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+def _read_job(fd: int) -> tuple[int, bytes]:
+    """Read ``b"<start> <size>\\n"`` and then ``size`` bytes of job JSON from the job pipe."""
+    data = b""
+    while b"\n" not in data:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            raise EOFError("job pipe closed before a job arrived")
+        data += chunk
+    head, data = data.split(b"\n", 1)
+    start, size = (int(part) for part in head.split())
+    parts, have = [data], len(data)
+    while have < size:
+        chunk = os.read(fd, min(size - have, 1 << 20))
+        if not chunk:
+            raise EOFError("job pipe closed mid-job")
+        parts.append(chunk)
+        have += len(chunk)
+    return start, b"".join(parts)
+
+
+def _setup_failure(line: bytes) -> str:
+    try:
+        message = json.loads(line)["setup_error"]
+    except (ValueError, KeyError, TypeError):
+        message = None
+    if type(message) is not str:
+        return "sandboxed child sent no acknowledgement of its set-up"
+    return f"sandbox set-up failed: {message[:2000]}"
 
 
 def _cpu_ms(pid: int) -> float:
@@ -526,6 +756,10 @@ def _violation(message: str) -> dict:
     return _failure("error", "ProtocolViolation", message)
 
 
+def _sandbox_error(message: str) -> dict:
+    return _failure("sandbox_error", "SandboxError", message)
+
+
 def _classify_exit(wait_status: int) -> dict:
     if os.WIFSIGNALED(wait_status):
         number = os.WTERMSIG(wait_status)
@@ -545,7 +779,8 @@ _RESULT_FIELDS = {
 
 
 def _sanitize(line: bytes, expected_index: int) -> dict | None:
-    """Keep a child's result only if it has exactly the shape the child code writes."""
+    """Keep a child's result only if it has exactly the shape the child code writes, with sane
+    numbers (a forged line cannot make the parent overflow or print non-JSON)."""
     try:
         raw = json.loads(line)
     except ValueError:
@@ -553,10 +788,13 @@ def _sanitize(line: bytes, expected_index: int) -> dict | None:
     if type(raw) is not dict or raw.get("i") != expected_index:
         return None
     status = raw.get("status")
-    if status not in (*CHILD_STATUSES, "sandbox_error"):
+    if status not in CHILD_STATUSES:  # never sandbox_error: only the worker reports that
         return None
     cpu_total = raw.get("cpu_total_ms", 0.0)
-    if type(cpu_total) not in (int, float):
+    if type(cpu_total) not in (int, float) or not 0 <= cpu_total <= _MAX_CPU_MS:
+        return None
+    if "max_rss_kb" in raw and not (type(raw["max_rss_kb"]) is int
+                                    and 0 <= raw["max_rss_kb"] <= _MAX_RSS_KB):  # fmt: skip
         return None
     clean = {"status": status, "cpu_total_ms": float(cpu_total)}
     for key, kinds in _RESULT_FIELDS.items():
@@ -578,7 +816,7 @@ def _tracer_engine() -> str | None:
 
 def main() -> None:
     config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # the children's disposition (the worker ignores)
     Worker(config).serve()
 
 
