@@ -180,10 +180,8 @@ def test_forged_oversize_value_and_output_exceed_the_limits(solo: Pool) -> None:
     limits = Limits(timeout_s=5.0, memory_mb=256, max_value_chars=1000, max_output_chars=500)
     for fields in ({"value": json.dumps("[" + "1, " * 2000 + "]")},
                    {"stdout": json.dumps("x" * 5000)}, {"stderr": json.dumps("y" * 5000)}):  # fmt: skip
-        raw = solo.run(forger(line_of(**fields)), parse_call("f()"), limits)
-        # The pool may not know the call's limits yet: re-checking with them must refuse it.
-        result = raw.checked(limits)
-        assert_contained(result)
+        # The pool re-checks each result against the limits its call ran under.
+        assert_contained(solo.run(forger(line_of(**fields)), parse_call("f()"), limits))
         direct = ExecResult.from_wire(json.loads(line_of(**fields)), limits)
         assert direct.exception_type == "ProtocolViolation"
     assert_serves(solo)
@@ -291,11 +289,11 @@ def test_a_forged_trace_over_the_step_cap_is_refused_fast(solo: Pool) -> None:
     elapsed = time.monotonic() - started
     assert traced.trace is None
     assert_contained(traced.result)
-    assert elapsed < 15, elapsed  # sandbox start-up and 3.75 MB through two pipes included
+    assert elapsed < 60, elapsed  # a guard (159 s before); start-up and 3.75 MB of pipes included
     started = time.monotonic()
     with pytest.raises(WireFormatError, match="150000 steps"):
         check_trace_wire(json.loads(line)["trace"], TraceOptions(max_steps=10_000))
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 5  # the count is checked before any step is read
     assert_serves(solo)
 
 

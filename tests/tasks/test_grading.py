@@ -139,3 +139,25 @@ def test_ground_truth_self_check_on_fixtures(pool: Pool) -> None:
         truth="2",
     )
     assert not run_plans(pool, truth_jobs([wrong]), FAST)[0][0].correct
+
+
+def test_answers_over_the_cap_are_refused_before_parsing_in_every_kind() -> None:
+    """No task kind parses, extracts further or runs an answer over MAX_ANSWER_CHARS."""
+    from codereasoner.tasks.plans import MAX_ANSWER_CHARS
+    from codereasoner.tasks.reval_output import RevalOutput
+    from codereasoner.tasks.state import State
+    from codereasoner.tasks.test_output import TestOutputPrediction
+
+    huge = "[" + "0, " * (MAX_ANSWER_CHARS // 3) + "]"
+    items, _, _ = load("output")
+    state = Item("s", "reval", "state", truth='[["int", "1"]]', truth_format="json")
+    output = Item("o", "reval", "output", program="def f():\n    return 1", entry="f",
+                  metadata={"output_pred": "assert f() == ??"})  # fmt: skip
+    for kind, item in [(OutputPrediction("cruxeval"), items[0]), (InputPrediction(), items[0]),
+                       (TestOutputPrediction(), items[0]), (State(), state),
+                       (RevalOutput(), output)]:  # fmt: skip
+        for grading in ("official", "strict") if kind.name != "output" else ("official",):
+            plan = kind.plan(item, [Answer(huge)], grading)
+            assert not plan.jobs, kind
+            (score,) = plan.resolve()
+            assert score.reason is Reason.ANSWER_TOO_LONG and len(score.answer or "") <= 200

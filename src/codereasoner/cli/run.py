@@ -59,7 +59,7 @@ def run_command(
     outcomes = {}
     for seed in seed_list:
         with open_pool(workers=1, limits=limits, hash_seed=seed, isolation=isolation) as pool:
-            outcomes[seed] = pool.run(program, parsed).checked(limits)
+            outcomes[seed] = pool.run(program, parsed)
             isolation_text = pool.isolation
             sandbox_python = pool.plan.python_version
     first = outcomes[seed_list[0]]

@@ -124,6 +124,8 @@ class _InFlight:
     size: int
     deadline: float
     sent: float
+    limits: Limits  # what the calls ran under: the parent re-checks results against them
+    trace: TraceOptions | None
 
 
 class Pool:
@@ -282,7 +284,8 @@ class Pool:
                     payload, budget = self._encode(batch)  # may raise: nothing is taken yet
                     worker = self._idle.pop()
                     now = time.monotonic()
-                    job = _InFlight(submitted, len(batch.calls), now + budget, now)
+                    job = _InFlight(submitted, len(batch.calls), now + budget, now,
+                                    batch.limits or self.limits, batch.trace)  # fmt: skip
                     submitted += 1
                     try:
                         worker = self._send(worker, payload)
@@ -343,7 +346,7 @@ class Pool:
     def _decode(self, line: bytes, job: _InFlight) -> list[ExecResult]:
         try:
             raw = json.loads(line)
-            results = [ExecResult.from_wire(item) for item in raw["results"]]
+            results = [ExecResult.from_wire(item, job.limits, job.trace) for item in raw["results"]]
         except (ValueError, KeyError, TypeError) as exc:
             message = f"unreadable answer from the sandbox worker: {exc}"
             return [ExecResult.sandbox_failure(message)] * job.size

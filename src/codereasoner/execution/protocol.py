@@ -159,19 +159,6 @@ class ExecResult:
             return cls.protocol_violation(str(exc))
         return result
 
-    def checked(
-        self, limits: Limits | None = None, trace_options: TraceOptions | None = None
-    ) -> ExecResult:
-        """This result, or a ProtocolViolation result if it exceeds ``limits`` / the trace caps.
-
-        For callers that know the limits a call ran under when the reader of the wire did not.
-        """
-        try:
-            self._check_bounds(limits, trace_options)
-        except WireFormatError as exc:
-            return self.protocol_violation(str(exc))
-        return self
-
     @classmethod
     def protocol_violation(cls, message: str) -> ExecResult:
         """The result that replaces a forged or malformed one (status error, ProtocolViolation)."""
@@ -189,9 +176,7 @@ class ExecResult:
         literal = _flag(raw, "literal")
         if literal and value is None:
             raise WireFormatError("a literal result without a value")
-        trace = raw.get("trace")
-        if trace is not None:
-            check_trace_wire(trace)
+        trace = raw.get("trace")  # checked by _check_bounds, with the call's trace options
         return cls(
             status=Status(status),
             value=value,

@@ -35,7 +35,7 @@ from codereasoner import values
 from codereasoner.execution import Call, CallSyntaxError, ExecResult, Program, Status, parse_call
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks.base import Item, Reason, Score
-from codereasoner.tasks.plans import Finish, Job, Plan, verdict
+from codereasoner.tasks.plans import Finish, Job, Plan, too_long, verdict
 
 HOOK = "__codereasoner_answer__"
 
@@ -95,8 +95,6 @@ def _is_literal_call(node: ast.AST, entry: str) -> bool:
     return args_ok and all(is_python_literal(keyword.value) for keyword in node.keywords)
 
 
-# Longer answers are refused before any parsing (no benchmark's truth comes near this).
-MAX_ANSWER_CHARS = 100_000
 _VALUE = "__codereasoner_value__"
 _PLAIN = "__codereasoner_plain__"
 _PLAIN_SOURCE = (Path(__file__).with_name("answer_values.py")).read_text(encoding="utf-8")
@@ -231,14 +229,6 @@ def source_segment(text: str, node: ast.AST) -> str:
     head = lines[first].encode()[start:].decode()
     tail = lines[last].encode()[:end].decode()
     return "\n".join([head, *lines[first + 1 : last], tail])
-
-
-def too_long(item: Item, sample: int, answer: str) -> Score | None:
-    """The ``answer_too_long`` verdict when ``answer`` is over :data:`MAX_ANSWER_CHARS`."""
-    if len(answer) <= MAX_ANSWER_CHARS:
-        return None
-    detail = f"{len(answer)} characters, more than {MAX_ANSWER_CHARS}"
-    return verdict(item, sample, answer[:200], Reason.ANSWER_TOO_LONG, detail)
 
 
 # ---------------------------------------------------------------------------------------

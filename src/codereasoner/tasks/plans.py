@@ -17,6 +17,8 @@ from codereasoner.tasks.base import Extracted, Item, ParseFailure, Reason, Score
 OFFICIAL_LIMITS = Limits(timeout_s=3.0, wall_timeout_s=3.0, memory_mb=1024)
 
 Finish = Callable[[ExecResult], Score]
+# Longer answers are refused before any parsing (no benchmark's truth comes near this).
+MAX_ANSWER_CHARS = 100_000
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ def build_plan(
     for sample, answer in enumerate(answers):
         if isinstance(answer, ParseFailure):
             plan.add(sample, verdict(item, sample, None, Reason.NO_ANSWER, answer.reason))
+        elif len(answer.text) > MAX_ANSWER_CHARS:
+            plan.add(sample, too_long(item, sample, answer.text))  # type: ignore[arg-type]
         elif answer.text in first:
             plan.aliases[sample] = first[answer.text]
         else:
@@ -145,3 +149,11 @@ def verdict(
     return Score(
         item.id, sample, answer, reason is Reason.CORRECT, reason, one_line(detail), **extra
     )
+
+
+def too_long(item: Item, sample: int, answer: str) -> Score | None:
+    """The ``answer_too_long`` verdict when ``answer`` is over :data:`MAX_ANSWER_CHARS`."""
+    if len(answer) <= MAX_ANSWER_CHARS:
+        return None
+    detail = f"{len(answer)} characters, more than {MAX_ANSWER_CHARS}"
+    return verdict(item, sample, answer[:200], Reason.ANSWER_TOO_LONG, detail)

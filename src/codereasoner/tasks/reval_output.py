@@ -31,8 +31,8 @@ from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks import reval_extraction as rx
 from codereasoner.tasks.base import Grading, Item, Reason, Score
 from codereasoner.tasks.common import Grade, RevalKind
-from codereasoner.tasks.grading import MAX_ANSWER_CHARS, is_python_literal
-from codereasoner.tasks.plans import Job, verdict
+from codereasoner.tasks.grading import is_python_literal
+from codereasoner.tasks.plans import MAX_ANSWER_CHARS, Job, verdict
 
 __all__ = [
     "ANSWER_ENTRY",

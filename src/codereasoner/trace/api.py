@@ -24,8 +24,7 @@ class TracedCall:
     trace: ExecutionTrace | None
 
 
-def _traced(result: ExecResult, limits: Limits, options: TraceOptions) -> TracedCall:
-    result = result.checked(limits, options)
+def _traced(result: ExecResult, options: TraceOptions) -> TracedCall:
     if result.trace is None:
         return TracedCall(result, None)
     try:
@@ -42,10 +41,9 @@ def trace_batches(
 ) -> Iterator[list[TracedCall]]:
     """Trace many programs' calls across the pool's workers, in submission order."""
     chosen = options or TraceOptions()
-    ran_under = limits or pool.limits
     batches = (Batch(program, calls, limits, chosen) for program, calls in work)
-    for results in pool.map(batches):
-        yield [_traced(result, ran_under, chosen) for result in results]
+    for results in pool.map(batches):  # the pool re-checks results against limits and caps
+        yield [_traced(result, chosen) for result in results]
 
 
 def trace_calls(
