@@ -180,3 +180,12 @@ def test_length_is_checked_first() -> None:
     with pytest.raises(values.ValueParseError, match="longer than 10 characters"):
         values.parse("[1, 2, 3, 4]", max_chars=10)
     assert time.perf_counter() - started < 5  # a guard against the old path, loose for CI
+
+
+def test_the_string_scan_is_linear_on_unterminated_escapes() -> None:
+    """Texts of many escaped quotes once made the separator count rescan from every quote."""
+    text = "[" + "'\\" * 20_000 + "," * 200_000
+    started = time.perf_counter()
+    with pytest.raises(values.ValueParseError):
+        values.parse(text)
+    assert time.perf_counter() - started < 5  # a guard (5.3 s and growing quadratically before)

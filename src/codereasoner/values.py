@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import math
-import re
 from collections.abc import Iterable
 from typing import NoReturn, TypeGuard
 
@@ -364,28 +363,32 @@ class _Parser:
         return self.make_set(items, frozen, node)
 
 
-# String literals (any prefix, single or triple quoted; a backslash always escapes the next
-# character, as the tokenizer reads raw strings too), to leave them out of the separator count.
-_STRING_LITERAL = re.compile(
-    "'''(?:[^\\\\]|\\\\.)*?'''"
-    '|"""(?:[^\\\\]|\\\\.)*?"""'
-    "|'(?:[^'\\\\\\n]|\\\\.)*'"
-    '|"(?:[^"\\\\\\n]|\\\\.)*"',
-    re.DOTALL,
-)
-
-
 def _separators(text: str, enough: int) -> int:
     """Commas and colons outside string literals (each follows a distinct syntax node); exact
-    once the raw count reaches ``enough``, else the raw count."""
+    once the raw count reaches ``enough``, else the raw count. One linear pass: a backslash
+    always escapes the next character (the tokenizer reads raw strings so too), and an
+    unterminated string runs to the end (the text is then no literal anyway)."""
     count = text.count(",") + text.count(":")
-    if count >= enough and ("'" in text or '"' in text):
-        count = sum(len(part) - len(part.translate(_SEPARATORS))
-                    for part in _STRING_LITERAL.split(text))  # fmt: skip
+    if count < enough or ("'" not in text and '"' not in text):
+        return count
+    count, index, size = 0, 0, len(text)
+    while index < size:
+        char = text[index]
+        if char in "'\"":
+            quote = text[index : index + 3] if text[index : index + 3] in ("'''", '"""') else char
+            index += len(quote)
+            while index < size and not text.startswith(quote, index):
+                if text[index] == "\\":
+                    index += 1
+                elif len(quote) == 1 and text[index] == "\n":
+                    break
+                index += 1
+            index += len(quote)
+            continue
+        if char in ",:":
+            count += 1
+        index += 1
     return count
-
-
-_SEPARATORS = {ord(","): None, ord(":"): None}
 
 
 def parse(

@@ -132,12 +132,19 @@ def test_forged_reval_output_verdicts_are_wrong(
     human, classeval = items["DREval/1/0/output"], items["DREval/2/0/output"]
     task = benchmarks.get("reval").task
     forged_line = '{"i": 0, "status": "ok", "value": "None", "literal": true}'
+    # claims the first phase recorded 12 for the hole (the truth is 11)
+    forged_record = '{"i": 0, "status": "ok", "value": "{0: [[\'v\', 12]]}", "literal": true}'
+    via_builtins = "re.enum.bltns.exec(\"__import__('os').write(5, b'x')\")"
     attacks = [
         (human, [f"assert total([1, 2]) == {forge(forged_line)}",
                 f"{forge(forged_line)}\nassert total([1, 2]) == 12",
                 f"assert total([1, 2]) == 12, {forge(forged_line)}",
                 "import os\nassert total([1, 2]) == 12",
-                "assert total([1, 2]) == 12 or os._exit(0)"]),
+                "assert total([1, 2]) == 12 or os._exit(0)",
+                f"assert total([1, 2]) == {forge(forged_record)}",
+                f"assert total([1, 2]) == ({forge(forged_line)}, 12)[1]",
+                f"assert total([1, 2]) == {via_builtins}",
+                "assert total([1, 2]) == (__import__('os')._exit(0), 12)[1]"]),
         (classeval, [f"assertEqual(self.counter.add(5), {forge(forged_line)})\n"
                     "assertEqual(self.counter.add(2), 17)",
                     "assertEqual(self.counter.add(5), 15)\nassertEqual(self.counter.add(2), 18)\n"

@@ -18,7 +18,6 @@ from codereasoner.tasks.reval_output import (
     completed_answer,
     filled_holes,
     penalized,
-    unsafe_imports,
 )
 from codereasoner.tasks.reval_tasks import KINDS, RevalTasks
 from codereasoner.tasks.state_answers import NIL, StateError, parse_state, state_verdict
@@ -249,8 +248,17 @@ def test_state_answers_parse(answer: str, parsed: object) -> None:
     assert found == NIL if parsed == NIL else (found.value, found.type) == parsed  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("answer", ["true; bool", "null; int", "[1, inf]; list", "nan; float",
-                                    "<class 'int'>; type", "b''; bytearray"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "true; bool",
+        "null; int",
+        "[1, inf]; list",
+        "nan; float",
+        "<class 'int'>; type",
+        "b''; bytearray",
+    ],
+)
 def test_state_answers_upstream_cannot_evaluate_are_wrong(answer: str) -> None:
     """Upstream evals the value: JSON spellings and bare inf/nan are NameErrors there, a
     ``<class ...>`` value a syntax error, and ``b''`` is bytes, not a bytearray."""
@@ -350,32 +358,32 @@ def test_output_grading_in_the_sandbox(pool: Pool, fixture_items: dict[str, Item
     human = fixture_items["DREval/1/0/output"]
     assert graded(pool, human, [
         "assert total([1, 2]) == 11", "assert total([1, 2]) == 12", "assert total([1, 2]) ==",
-        "assert total([1, 2]) == total([1, 2])",  # a reference expression: runs, as upstream
+        "assert total([1, 2]) == total([1, 2])",  # an expression: recorded, then the question
         "assert total([1, 2]) == 11  # the sum plus 8",  # layout and comments do not matter
         "assert total([1, 2]) == 11\nassert True == True",  # penalised, as upstream
         "assert total([1, 2]) == 11\nx = 1",  # changes the question's code: not run
-        "assert total([1, 2]) == __import__('os').getpid() * 0 + 11",  # not a reference
+        "assert total([1, 2]) == __import__('os').getpid() * 0 + 11",  # any expression
     ]) == [(True, Reason.CORRECT), (False, Reason.ASSERTION_FAILED),
            (False, Reason.SYNTAX_ERROR), (True, Reason.CORRECT), (True, Reason.CORRECT),
            (False, Reason.WRONG), (False, Reason.UNSUPPORTED_ASSERTION),
-           (False, Reason.UNSUPPORTED_ASSERTION)]  # fmt: skip
+           (True, Reason.CORRECT)]  # fmt: skip
 
 
-@pytest.mark.parametrize("hole", [
-    "__import__('ctypes').CDLL(None).write(5, b'x', 1)", "os.write(5, b'x')", "o.getpid()",
-    "write(5, b'x')", "np.ctypeslib.ctypes", "total.__globals__", "open('/etc/passwd').read()",
-    "getattr(total, 'x')", "[x for x in (1,)]", "(lambda: 1)()", "eval('1')", "f'{1}'",
-    "collections._sys", "sys.modules", "breakpoint()", "vars()",
-])  # fmt: skip
-def test_output_holes_that_could_reach_the_result_pipe_are_not_run(hole: str) -> None:
-    """A hole's expression runs beside the verdict's result pipe: only the program's own objects,
-    safe builtins and safe modules may appear in it."""
-    imported = unsafe_imports("import os\nimport os as o\nfrom os import write\nimport math\n")
-    assert imported == {"os", "o", "write"}
-    question = "assert total([1, 2]) == ??"
-    assert filled_holes(question, f"assert total([1, 2]) == {hole}", False, imported) is None
-    assert filled_holes(question, "assert total([1, 2]) == math.floor(11.5)", False, imported)
-    assert filled_holes(question, "assert total([1, 2]) == counter._check(1)", False, imported)
+def test_output_holes_are_read_from_the_syntax_tree() -> None:
+    question = "x = A()\nassertEqual(x.f(2), ??)\nassertEqual(??, x.g())"
+    filled = filled_holes(
+        question, "x = A()\nassertEqual(x.f(2), 5)  # five\nassertEqual(x.h(), x.g())"
+    )
+    assert filled == ("x = A()\nassertEqual(x.f(2), __reval_holes__[0])\n"
+                      "assertEqual(__reval_holes__[1], x.g())", (["v", 5], ["v", None]),
+                      {1: "x.h()"})  # fmt: skip
+    assert filled_holes(question, "x = B()\nassertEqual(x.f(2), 5)\nassertEqual(1, x.g())") is None
+    assert filled_holes("assert f(1) == ??", "assert f(1) == 2\nx = 1") is None
+    assert filled_holes("assert f(1) == ??", "assert f(1) == " + "+".join(["x"] * 3000)) is None
+    # upstream rewrites 'assert' inside a ClassEval answer's literals too
+    assert filled_holes("assertEqual(f(), ??)", "assertEqual(f(), 'assert')", True)[1] == (
+        ["v", "self.assert"],
+    )
 
 
 def test_line_kinds_grading(pool: Pool, fixture_items: dict[str, Item]) -> None:

@@ -66,6 +66,12 @@ OUTPUT_CASES = [
     ("[2, 6]", "[2, 6]\nx = 1"),
     ("[2, 6]", "[2, 6], 'message'"),
     ("[2, 6]", "[2, 6] == [2, 6]"),
+    ("[2, 6]", "[2, 6] and object()"),  # a condition is only tested for truth
+    ("[3, 4]", "(a := [3])\na.append(4)"),  # the value is the one the assertion saw
+    ("[2, 6]", "[2, 6]\n@staticmethod\ndef g():\n    pass"),  # decorators run too
+    ("[2, 6]", "[2, 6]\n@undefined_name\ndef g():\n    pass"),
+    ("3", "(1 +\r2)"),  # a lone carriage return is a line break to the tokenizer
+    ("3", "3\r\nx = 1"),
 ]
 # Upstream passes these only because the answer's own code says so: always-equal objects and
 # shapes whose verdict does not depend on the truth.

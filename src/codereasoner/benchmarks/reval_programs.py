@@ -27,7 +27,8 @@ from typing import Any
 
 from codereasoner.benchmarks import reval_vars
 from codereasoner.execution import Program
-from codereasoner.tasks.reval_output import SITE_PREAMBLE, without_main_guard
+from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
+from codereasoner.tasks.reval_output import without_main_guard
 
 __all__ = [
     "CASE_ENTRY",
@@ -142,7 +143,9 @@ def pair_program(row: Mapping[str, Any], input_idx: int) -> Program:
         epilogue = _function_epilogue(row, row["inputs"][input_idx])
     else:
         epilogue = _class_epilogue(row, test_classes(row["test"], row["entry_point"])[input_idx])
-    return Program(row["code"], entry=CASE_ENTRY, preamble=SITE_PREAMBLE, epilogue=epilogue)
+    return Program(
+        row["code"], entry=CASE_ENTRY, preamble=SITE_PACKAGES_PREAMBLE, epilogue=epilogue
+    )
 
 
 def case_program(row: Mapping[str, Any], case: str) -> Program:

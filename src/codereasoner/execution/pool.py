@@ -347,8 +347,8 @@ class Pool:
         try:
             raw = json.loads(line)
             results = [ExecResult.from_wire(item, job.limits, job.trace) for item in raw["results"]]
-        except (ValueError, KeyError, TypeError) as exc:
-            message = f"unreadable answer from the sandbox worker: {exc}"
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            message = f"unreadable answer from the sandbox worker: {type(exc).__name__}: {exc}"
             return [ExecResult.sandbox_failure(message)] * job.size
         if len(results) != job.size:
             message = f"sandbox worker returned {len(results)} results for {job.size} calls"

@@ -35,7 +35,7 @@ from codereasoner import values
 from codereasoner.execution import Call, CallSyntaxError, ExecResult, Program, Status, parse_call
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks.base import Item, Reason, Score
-from codereasoner.tasks.plans import Finish, Job, Plan, too_long, verdict
+from codereasoner.tasks.plans import Finish, Job, Plan, verdict
 
 HOOK = "__codereasoner_answer__"
 
@@ -96,40 +96,43 @@ def _is_literal_call(node: ast.AST, entry: str) -> bool:
 
 
 _VALUE = "__codereasoner_value__"
-_PLAIN = "__codereasoner_plain__"
+PLAIN_FUNCTION = "__codereasoner_plain__"  # defined by PLAIN_PREAMBLE
 _PLAIN_SOURCE = (Path(__file__).with_name("answer_values.py")).read_text(encoding="utf-8")
-# The hook returns (plain value, converted type names); answer_values runs in a namespace of its
-# own so that the program's globals cannot shadow the names it uses.
-_HOOK_EPILOGUE = f"""
-def {HOOK}():
+# Before the program: the installed packages importable (upstream runs with them: numpy in an
+# answer works), and a converter to plain literals, built from answer_values in a namespace of its
+# own so that the program's globals cannot shadow the names it uses. Values are converted as soon
+# as they are computed (code after the assertion could otherwise change them).
+PLAIN_PREAMBLE = f"""{SITE_PACKAGES_PREAMBLE}
+def {PLAIN_FUNCTION}(value):
     import builtins
     space = {{"__builtins__": builtins, "__name__": "answer_values"}}
     exec({_PLAIN_SOURCE!r}, space)
-    return space["plain"]({_VALUE})
+    return space["plain"](value)
+"""
+_HOOK_EPILOGUE = f"""
+def {HOOK}():
+    return {_VALUE}
 """
 _CALL_EPILOGUE = f"""
 def {HOOK}(*args, **kwargs):
-    global {_VALUE}
-    {_VALUE} = ENTRY(*args, **kwargs)
-    return {_PLAIN}()
+    return {PLAIN_FUNCTION}(ENTRY(*args, **kwargs))
 """
 
 
 def hook_program(prefix: str, expression: str, statements: str = "") -> Program:
-    """``prefix``, then ``expression`` evaluated at module level (as upstream's assertion is),
-    then ``statements``; the hook returns the expression's value as a plain literal."""
-    body = f"{_VALUE} = (\n{expression}\n)\n{statements}"
+    """``prefix``, then ``expression`` evaluated at module level (as upstream's assertion is)
+    and converted to a plain literal at once, then ``statements``; the hook returns
+    ``(value, converted type names)``."""
+    body = f"{_VALUE} = {PLAIN_FUNCTION}((\n{expression}\n))\n{statements}"
     source = f"{prefix}\n{body}" if prefix else body
-    # Upstream runs with the installed packages importable (numpy in an answer, say).
-    return Program(source, entry=HOOK, preamble=SITE_PACKAGES_PREAMBLE, epilogue=_HOOK_EPILOGUE)
+    return Program(source, entry=HOOK, preamble=PLAIN_PREAMBLE, epilogue=_HOOK_EPILOGUE)
 
 
 def plain_call_program(program: str, entry: str) -> Program:
     """The benchmark program with a hook calling ``entry`` and returning its value as a plain
     literal (input prediction's literal calls, officially graded)."""
-    epilogue = _HOOK_EPILOGUE.replace(f"def {HOOK}():", f"def {_PLAIN}():", 1)
-    epilogue += _CALL_EPILOGUE.replace("ENTRY", entry)
-    return Program(program, entry=HOOK, preamble=SITE_PACKAGES_PREAMBLE, epilogue=epilogue)
+    epilogue = _CALL_EPILOGUE.replace("ENTRY", entry)  # an entry point is a checked dotted name
+    return Program(program, entry=HOOK, preamble=PLAIN_PREAMBLE, epilogue=epilogue)
 
 
 def returned_plain(result: ExecResult) -> tuple[object, tuple[str, ...]]:
@@ -259,10 +262,8 @@ def official_assertion(item: Item, sample: int, answer: str, *, call_entry: bool
     ``call_entry``: input prediction, where a call of the entry point with literal arguments
     runs in the item's shared batch.
     """
-    refused = too_long(item, sample, answer)
-    if refused is not None:
-        return refused
-    text = f"assert {item.truth} == {answer}"
+    # The tokenizer reads \r\n and a lone \r as \n; so do the offsets used below.
+    text = f"assert {item.truth} == {answer}".replace("\r\n", "\n").replace("\r", "\n")
     tree = _parse_module(text)
     if isinstance(tree, str):
         return verdict(item, sample, answer, Reason.SYNTAX_ERROR, tree)
@@ -295,11 +296,19 @@ def official_assertion(item: Item, sample: int, answer: str, *, call_entry: bool
                 program = plain_call_program(item.program, item.entry)
                 return Job(sample, program, replace(call, entry=HOOK), finish, shared=True)
         return Job(sample, hook_program(item.program, segment), Call(HOOK), finish)
-    parts = [source_segment(text, node) for node in (*shape.operands, *shape.condition_nodes)]
-    listed = "[\n" + ",\n".join(f"(\n{part}\n)" for part in parts) + "\n]"
-    statements = "".join(source_segment(text, node) + "\n" for node in shape.statements)
-    program = hook_program(item.program, listed, statements)
+    operands = [f"(\n{source_segment(text, node)}\n)" for node in shape.operands]
+    conditions = [f"not not (\n{source_segment(text, node)}\n)" for node in shape.condition_nodes]
+    listed = "[\n" + ",\n".join([*operands, *conditions]) + "\n]"
+    program = hook_program(item.program, listed, _after(text, tree.body[0]))
     return Job(sample, program, Call(HOOK), compare_plain(item, sample, answer, truth, shape))
+
+
+def _after(text: str, statement: ast.stmt) -> str:
+    """The module's text after ``statement`` (decorators and all), as statements of their own."""
+    lines = text.split("\n")
+    last = statement.end_lineno - 1  # type: ignore[operator]
+    rest = lines[last].encode()[statement.end_col_offset :].decode()  # type: ignore[misc]
+    return "\n".join([rest.lstrip(" \t;"), *lines[last + 1 :]]) + "\n"
 
 
 def _assertion_shape(tree: ast.Module, gold: ast.expr) -> _Shape | str:
@@ -324,9 +333,6 @@ def official_expression(item: Item, sample: int, answer: str, expression: str) -
     Upstream evaluates the expression in its grading module, where ``json`` and ``ast`` are
     imported; the hook program does the same.
     """
-    refused = too_long(item, sample, answer) or too_long(item, sample, expression)
-    if refused is not None:
-        return refused
     source = expression.lstrip(" \t")  # eval strips leading spaces and tabs
     try:
         tree = ast.parse(source, mode="eval")
@@ -354,9 +360,6 @@ EVAL_NAMESPACE = "import ast\nimport json"
 
 def strict_value(item: Item, sample: int, answer: str, policy: str = "strict") -> Score:
     """The answer parsed as a literal (JSON spellings accepted) and compared with the truth."""
-    refused = too_long(item, sample, answer)
-    if refused is not None:
-        return refused
     try:
         truth = item.truth_value()
     except ValueError as exc:
@@ -371,9 +374,6 @@ def strict_value(item: Item, sample: int, answer: str, policy: str = "strict") -
 
 def strict_call(item: Item, sample: int, answer: str, policy: str = "strict") -> Score | Job:
     """The answer parsed as a call with literal arguments, run in the item's shared batch."""
-    refused = too_long(item, sample, answer)
-    if refused is not None:
-        return refused
     try:
         call = parse_call(answer)
     except CallSyntaxError as exc:

@@ -16,7 +16,8 @@ from codereasoner.tasks.base import Extracted, Item, ParseFailure, Reason, Score
 # Upstream: a 3 s wall-clock itimer (ITIMER_REAL) per program; CPU time can be no more.
 OFFICIAL_LIMITS = Limits(timeout_s=3.0, wall_timeout_s=3.0, memory_mb=1024)
 
-Finish = Callable[[ExecResult], Score]
+# A finisher turns a job's result into the verdict, or into a follow-up job that decides it.
+Finish = Callable[[ExecResult], "Score | Job"]
 # Longer answers are refused before any parsing (no benchmark's truth comes near this).
 MAX_ANSWER_CHARS = 100_000
 
@@ -68,7 +69,10 @@ def build_plan(
         if isinstance(answer, ParseFailure):
             plan.add(sample, verdict(item, sample, None, Reason.NO_ANSWER, answer.reason))
         elif len(answer.text) > MAX_ANSWER_CHARS:
-            plan.add(sample, too_long(item, sample, answer.text))  # type: ignore[arg-type]
+            detail = f"{len(answer.text)} characters, more than {MAX_ANSWER_CHARS}"
+            plan.add(
+                sample, verdict(item, sample, answer.text[:200], Reason.ANSWER_TOO_LONG, detail)
+            )
         elif answer.text in first:
             plan.aliases[sample] = first[answer.text]
         else:
@@ -97,22 +101,30 @@ def run_plans(
     ``memo`` carries results between runs under the same limits (e.g. official then strict).
     """
     memo = {} if memo is None else memo
-    waiting: dict[Key, list[tuple[Plan, Job]]] = {}
-    for plan in plans:
-        for job in plan.jobs:
+    pending = [(plan, job) for plan in plans for job in plan.jobs]
+    while pending:  # a finisher may ask for a follow-up job (a second phase): run those next
+        waiting: dict[Key, list[tuple[Plan, Job]]] = {}
+        decided: list[tuple[Plan, Job, ExecResult]] = []
+        for plan, job in pending:
             key = (job.program, json.dumps(job.call.wire(), sort_keys=True))
             if key in memo:
-                plan.scores[job.sample] = job.finish(memo[key])
+                decided.append((plan, job, memo[key]))
             else:
                 waiting.setdefault(key, []).append((plan, job))
-    if waiting:
-        if pool is None:
-            raise ValueError("grading these answers needs a sandbox pool")
-        results = _execute(pool, waiting, limits)
-        for key, entries in waiting.items():
-            memo[key] = results[key]
-            for plan, job in entries:
-                plan.scores[job.sample] = job.finish(results[key])
+        if waiting:
+            if pool is None:
+                raise ValueError("grading these answers needs a sandbox pool")
+            results = _execute(pool, waiting, limits)
+            for key, entries in waiting.items():
+                memo[key] = results[key]
+                decided.extend((plan, job, results[key]) for plan, job in entries)
+        pending = []
+        for plan, job, result in decided:
+            outcome = job.finish(result)
+            if isinstance(outcome, Job):
+                pending.append((plan, outcome))
+            else:
+                plan.scores[job.sample] = outcome
     return [plan.resolve() for plan in plans]
 
 
@@ -149,11 +161,3 @@ def verdict(
     return Score(
         item.id, sample, answer, reason is Reason.CORRECT, reason, one_line(detail), **extra
     )
-
-
-def too_long(item: Item, sample: int, answer: str) -> Score | None:
-    """The ``answer_too_long`` verdict when ``answer`` is over :data:`MAX_ANSWER_CHARS`."""
-    if len(answer) <= MAX_ANSWER_CHARS:
-        return None
-    detail = f"{len(answer)} characters, more than {MAX_ANSWER_CHARS}"
-    return verdict(item, sample, answer[:200], Reason.ANSWER_TOO_LONG, detail)

@@ -6,38 +6,38 @@ sandbox (HumanEval: ``exec`` in the program's namespace; ClassEval: as a test me
 ``assert`` rewritten to ``self.assert``, after ``setUp``) and passes when nothing is raised.
 
 "Nothing is raised" is a verdict a program could forge (it can write a passing result line to
-its own result pipe), so the answer's code never runs: an answer must be the question's code
-(compared as syntax trees: layout and comments aside) with every ``??`` filled by a Python
-literal, and what runs is the *question's* code with the parsed values bound in place of the
-holes. Only benchmark code and literal data run, and the verdict is upstream's. Any other answer
-(an expression in a hole, a changed test) is graded wrong as ``unsupported_assertion``: upstream
-would execute it, and its own code would decide the verdict (docs/evaluation.md, deviations).
+its own result pipe), so the answer's own code never decides: an answer must be the question's
+code (compared as syntax trees: layout and comments aside) with every ``??`` filled, and the
+*question's* code decides, run with the holes bound to values. A hole filled by a Python literal
+is parsed here. A hole filled by another expression is first evaluated in a run of its own
+(the answer's code, which can at most lie about its own values there), its values recorded as
+plain literals; then the question runs with those values, and only benchmark code and literal
+data run when the verdict is decided. Any other answer (a changed test) is graded wrong as
+``unsupported_assertion`` (docs/evaluation.md, deviations).
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
+import contextlib
 import re
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from codereasoner import values
 from codereasoner.execution import Call, ExecResult, Program, Status
-from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks import reval_extraction as rx
 from codereasoner.tasks.base import Grading, Item, Reason, Score
 from codereasoner.tasks.common import Grade, RevalKind
-from codereasoner.tasks.grading import is_python_literal
-from codereasoner.tasks.plans import MAX_ANSWER_CHARS, Job, verdict
+from codereasoner.tasks.grading import PLAIN_FUNCTION, PLAIN_PREAMBLE, is_python_literal
+from codereasoner.tasks.plans import Job, verdict
 
 __all__ = [
     "ANSWER_ENTRY",
     "PENALTIES",
-    "SITE_PREAMBLE",
     "RevalOutput",
     "answer_program",
     "completed_answer",
@@ -48,10 +48,11 @@ __all__ = [
 
 ANSWER_ENTRY = "__reval_answer__"
 HOLES = "__reval_holes__"  # the literal values filling a question's ?? holes
-UNVERIFIABLE = ("the answer is not the question with its ?? filled by literals: its own code "
-                "would decide the verdict")  # fmt: skip
-# The sandbox starts Python with -S; REval's ClassEval programs import numpy, gensim and bs4.
-SITE_PREAMBLE = SITE_PACKAGES_PREAMBLE
+CAPTURE = "__reval_capture__"  # records an expression hole's value in the first phase
+# Builtin classes a hole's recorded value may be (or contain), rebuilt by name.
+_CLASSES = frozenset({"int", "float", "complex", "str", "bytes", "bool", "list", "tuple", "dict",
+                      "set", "frozenset", "bytearray", "type", "object", "range"})  # fmt: skip
+UNVERIFIABLE = "the answer is not the question's code with its ?? filled: it would decide itself"
 
 PENALTIES = ("assertTrue(True)", "assertFalse(False)", "assert True", "assert False",
              "assert True == True", "assert False == False")  # fmt: skip
@@ -85,128 +86,57 @@ def penalized(answer: str, question: str) -> str | None:
 
 
 def filled_holes(
-    question: str, answer: str, class_test: bool = False, imported: frozenset[str] = frozenset()
-) -> tuple[str, tuple[Any, ...]] | None:
-    """``(the question with hole i as HOLES[i], the parsed literals)`` when ``answer`` is the
-    question's code with every ``??`` filled by a Python literal (compared as syntax trees, so
-    layout and comments do not matter); None otherwise.
+    question: str, answer: str, class_test: bool = False
+) -> tuple[str, tuple[Any, ...], dict[int, str]] | None:
+    """How ``answer`` fills the question's ``??`` holes, when it is the question's code with
+    each hole filled by an expression (compared as syntax trees: layout and comments do not
+    matter); None otherwise.
 
-    ``class_test``: upstream rewrites every ``assert`` of a ClassEval answer to ``self.assert``,
-    inside literals too; the holes' text is rewritten the same way before it is parsed.
+    Returns ``(template, literals, expressions)``: the question with hole i written as
+    ``HOLES[i]``, each hole as the tagged literal the driver decodes (``["v", value]``: the
+    parsed value of a hole filled by a Python literal, None for the others), and
+    the source of the other holes' expressions. ``class_test``: upstream rewrites every
+    ``assert`` of a ClassEval answer to ``self.assert``, inside literals too; so is the holes'
+    text before it is read.
     """
     holes_in_question = question.count("??")
-    if not holes_in_question or len(answer) > MAX_ANSWER_CHARS:
+    if not holes_in_question:
         return None
     names = iter(range(holes_in_question))
     marked = re.sub(r"\?\?", lambda _: f"{HOLES}_{next(names)}", question)
+    found: dict[int, Any] = {}
     try:
         asked = ast.parse(_dedented(marked))
         given = ast.parse(_dedented(answer))
+        same = _same_but_holes(asked, given, found, class_test)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    found: dict[int, Any] = {}
-    same = _same_but_holes(asked, given, found, (class_test, imported))
     if not same or len(found) != holes_in_question:
         return None
+    template = re.sub(rf"{HOLES}_(\d+)", rf"{HOLES}[\1]", marked)
+    literals = tuple(["v", None if isinstance(found[i], Expression) else found[i]]
+                     for i in range(holes_in_question))  # fmt: skip
+    expressions = {i: hole.text for i, hole in found.items() if isinstance(hole, Expression)}
+    return template, literals, expressions
+
+
+def capturing(template: str, expressions: dict[int, str]) -> str:
+    """The template with each expression hole evaluated and recorded by CAPTURE."""
 
     def fill(match: re.Match[str]) -> str:
         index = int(match.group(1))
-        hole = found[index]
-        return f"({hole.text})" if isinstance(hole, Expression) else f"{HOLES}[{index}]"
+        if index not in expressions:
+            return match.group(0)
+        return f"{CAPTURE}({index}, ({expressions[index]}))"
 
-    template = re.sub(rf"{HOLES}_(\d+)", fill, marked)
-    literals = tuple(None if isinstance(found[i], Expression) else found[i]
-                     for i in range(holes_in_question))  # fmt: skip
-    return template, literals
+    return re.sub(rf"{HOLES}\[(\d+)\]", fill, template)
 
 
 @dataclass(frozen=True)
 class Expression:
-    """A hole filled with a reference expression (see :func:`reference_expression`)."""
+    """A hole filled with an expression that is not a Python literal."""
 
     text: str
-
-
-# What a hole's expression may use besides literals: the program's and the question's own
-# names, these builtins and these modules' attributes. Nothing that reaches files, descriptors,
-# processes, frames or the interpreter: the expression runs beside the verdict's result pipe.
-SAFE_BUILTINS = frozenset({
-    "abs", "all", "any", "bin", "bool", "bytes", "chr", "complex", "dict", "divmod", "enumerate",
-    "filter", "float", "frozenset", "hex", "int", "isinstance", "len", "list", "map", "max",
-    "min", "oct", "ord", "pow", "range", "repr", "reversed", "round", "set", "sorted", "str",
-    "sum", "tuple", "zip",
-})  # fmt: skip
-SAFE_MODULES = frozenset({"math", "cmath", "datetime", "decimal", "fractions", "statistics",
-                          "string", "collections", "itertools", "functools", "operator", "heapq",
-                          "bisect", "re", "json", "copy", "numbers", "np", "numpy"})  # fmt: skip
-_BUILTIN_NAMES = frozenset(dir(builtins))
-_REFERENCE_NODES = (
-    ast.Name, ast.Attribute, ast.Call, ast.keyword, ast.Subscript, ast.Slice, ast.Constant,
-    ast.Tuple, ast.List, ast.Set, ast.Dict, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
-    ast.IfExp, ast.Starred, ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
-)  # fmt: skip
-
-
-def reference_expression(
-    node: ast.expr, class_test: bool = False, imported: frozenset[str] = frozenset()
-) -> bool:
-    """True when ``node`` only computes from the program's objects: names, calls, attribute and
-    item access, operators and literals; no underscore names or dunder attributes, no builtin outside
-    SAFE_BUILTINS, no module outside SAFE_MODULES (nor an attribute of that name), no name the
-    program ``imported`` from another module, no lambdas, comprehensions or f-strings."""
-    for part in ast.walk(node):
-        if not isinstance(part, _REFERENCE_NODES):
-            return False
-        if isinstance(part, ast.Attribute):
-            attr = part.attr  # a private method is fine; a dunder or a module alias is not
-            bare = attr.lstrip("_")
-            if attr.startswith("__") or (bare in _MODULE_NAMES and bare not in SAFE_MODULES):
-                return False
-        if isinstance(part, ast.Name):
-            name = part.id
-            if name.startswith("_") or (name in _BUILTIN_NAMES and name not in SAFE_BUILTINS):
-                return False
-            if name in imported or (name in _MODULE_NAMES and name not in SAFE_MODULES):
-                return False
-            if class_test and "assert" in name:
-                return False  # upstream rewrites it to self.assert...
-    return True
-
-
-@cache
-def unsafe_imports(*sources: str) -> frozenset[str]:
-    """The names ``sources`` bind by importing anything outside SAFE_MODULES."""
-    names: set[str] = set()
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name.split(".")[0] not in SAFE_MODULES:
-                        names.add(alias.asname or alias.name.split(".")[0])
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] not in (
-                SAFE_MODULES
-            ):
-                names.update(alias.asname or alias.name for alias in node.names)
-    return frozenset(names)
-
-
-# Names a program may have bound to a module that reaches the system: refused in expressions
-# even when the program imported them under that name.
-_MODULE_NAMES = frozenset({
-    "os", "sys", "ctypes", "io", "subprocess", "shutil", "pathlib", "builtins", "importlib",
-    "socket", "signal", "fcntl", "mmap", "posix", "tempfile", "sqlite3", "pickle", "shelve",
-    "marshal", "gc", "inspect", "threading", "multiprocessing", "asyncio", "logging", "glob",
-    "platform", "resource", "select", "selectors", "pty", "tty", "termios", "codecs", "zipfile",
-    "tarfile", "gzip", "bz2", "lzma", "csv", "configparser", "urllib", "http", "email", "ssl",
-    "time", "types", "weakref", "atexit", "traceback", "warnings", "contextlib", "unittest",
-    "site", "pydoc", "code", "runpy", "imp", "zipimport", "webbrowser", "uuid", "secrets",
-    "hashlib", "hmac", "base64", "binascii", "struct", "array", "queue", "sched", "dbm",
-    "pandas", "pd", "bs4", "lxml", "gensim", "nltk", "PIL", "requests", "docx", "openpyxl",
-})  # fmt: skip
 
 
 def _syntax_error(answer: str) -> str:
@@ -221,41 +151,31 @@ def _dedented(text: str) -> str:
     return textwrap.dedent(text).strip()
 
 
-def _same_but_holes(
-    asked: Any, given: Any, found: dict[int, Any], rules: tuple[bool, frozenset[str]]
-) -> bool:
+def _same_but_holes(asked: Any, given: Any, found: dict[int, Any], class_test: bool) -> bool:
     """True when two syntax trees are equal except where ``asked`` has a hole name, where
-    ``given`` has a Python literal or a reference expression (recorded in ``found``)."""
-    class_test, imported = rules
+    ``given`` has an expression (its literal value or its source recorded in ``found``)."""
     if isinstance(asked, ast.Name) and asked.id.startswith(f"{HOLES}_"):
-        if not isinstance(given, ast.expr):
-            return False
         index = int(asked.id.rsplit("_", 1)[1])
-        if index in found:
+        if not isinstance(given, ast.expr) or index in found:
             return False
+        text = ast.unparse(given)
+        found[index] = Expression(text)  # as code, it goes through the driver's rewriting
         if is_python_literal(given):
-            text = ast.unparse(given)
-            if class_test:
-                text = text.replace("assert", "self.assert")
-            try:
-                found[index] = values.parse(text)
-            except values.ValueParseError:
-                return False
-            return True
-        if not reference_expression(given, class_test, imported):
-            return False
-        found[index] = Expression(ast.unparse(given))
+            with contextlib.suppress(values.ValueParseError):
+                found[index] = values.parse(
+                    text.replace("assert", "self.assert") if class_test else text
+                )
         return True
     if type(asked) is not type(given):
         return False
     if isinstance(asked, list):
         return len(asked) == len(given) and all(
-            _same_but_holes(a, g, found, rules) for a, g in zip(asked, given, strict=True)
+            _same_but_holes(a, g, found, class_test) for a, g in zip(asked, given, strict=True)
         )
     if not isinstance(asked, ast.AST):
         return asked == given
     return all(
-        _same_but_holes(getattr(asked, name), getattr(given, name, None), found, rules)
+        _same_but_holes(getattr(asked, name), getattr(given, name, None), found, class_test)
         for name in asked._fields
     )
 
@@ -280,19 +200,84 @@ def answer_program(row: Mapping[str, Any]) -> Program:
     ``assert`` replaced by ``self.assert``), then a new test object, ``setUp()`` and the method.
     """
     if row["test"] is None:
-        epilogue = (
+        epilogue = _CAPTURES + (
             f"def {ANSWER_ENTRY}(answer, test_class, holes=()):\n"
-            f"    space = dict(globals(), {HOLES}=holes)\n"
+            "    captured, capture = __reval_captures__()\n"
+            "    holes = tuple(__reval_decode__(hole) for hole in holes)\n"
+            f"    space = dict(globals(), {HOLES}=holes, {CAPTURE}=capture)\n"
             "    exec(compile(answer, '<answer>', 'exec'), space)\n"
+            "    return captured\n"
         )
     else:
-        epilogue = f"{without_main_guard(row['test'])}\n\n{_ANSWER_METHOD}"
-    return Program(row["code"], entry=ANSWER_ENTRY, preamble=SITE_PREAMBLE, epilogue=epilogue)
+        epilogue = f"{without_main_guard(row['test'])}\n\n{_CAPTURES}{_ANSWER_METHOD}"
+    return Program(row["code"], entry=ANSWER_ENTRY, preamble=PLAIN_PREAMBLE, epilogue=epilogue)
+
+
+# Holes cross between the runs as tagged literals: [tag, data]. An expression hole's values are
+# recorded encoded (classes, deques and dates too, which are no literals); the question's run
+# decodes every hole from data alone. Tags the decoder does not know fail that run.
+_CAPTURES = f"""
+def __reval_encode__(value, depth=0):
+    import builtins, collections, datetime
+    kind = type(value)
+    if depth > 50:
+        raise ValueError("a recorded value nests too deep")
+    def inner(item):
+        return __reval_encode__(item, depth + 1)
+    if kind in (int, float, complex, str, bytes, bool, type(None)):
+        return ["v", value]
+    if kind in (list, tuple, set, frozenset):
+        return [kind.__name__, [inner(item) for item in value]]
+    if kind is dict:
+        return ["dict", [[inner(k), inner(v)] for k, v in value.items()]]
+    if kind is collections.deque:
+        return ["deque", [inner(item) for item in value], value.maxlen]
+    if kind is type and value.__name__ in {sorted(_CLASSES)!r} and getattr(builtins, value.__name__) is value:
+        return ["class", value.__name__]
+    if kind in (datetime.datetime, datetime.date, datetime.time):
+        return [kind.__name__, value.isoformat()]
+    if kind is datetime.timedelta:
+        return ["timedelta", [value.days, value.seconds, value.microseconds]]
+    converted, names = {PLAIN_FUNCTION}(value)
+    if names:
+        return inner(converted)
+    return ["opaque", getattr(kind, "__qualname__", "?")]
+
+
+def __reval_decode__(data):
+    import builtins, collections, datetime
+    tag = data[0]
+    if tag == "v":
+        return data[1]
+    if tag in ("list", "tuple", "set", "frozenset"):
+        return getattr(builtins, tag)(__reval_decode__(item) for item in data[1])
+    if tag == "dict":
+        return {{__reval_decode__(k): __reval_decode__(v) for k, v in data[1]}}
+    if tag == "deque":
+        return collections.deque((__reval_decode__(item) for item in data[1]), data[2])
+    if tag == "class" and data[1] in {sorted(_CLASSES)!r}:
+        return getattr(builtins, data[1])
+    if tag in ("datetime", "date", "time"):
+        return getattr(datetime, tag).fromisoformat(data[1])
+    if tag == "timedelta":
+        return datetime.timedelta(*data[1])
+    raise ValueError(f"a hole's value cannot be rebuilt: {{data[0]}} {{data[1:]!r:.80}}")
+
+
+def __reval_captures__():
+    captured = {{}}
+    def capture(index, value):
+        captured.setdefault(index, []).append(__reval_encode__(value))
+        return value
+    return captured, capture
+"""
 
 
 _ANSWER_METHOD = f'''
 def {ANSWER_ENTRY}(answer, test_class, holes=()):
-    globals()["{HOLES}"] = holes
+    captured, capture = __reval_captures__()
+    holes = tuple(__reval_decode__(hole) for hole in holes)
+    globals()["{HOLES}"], globals()["{CAPTURE}"] = holes, capture
     text = "def dreval_output_pred(self):"
     in_string = False
     for line in answer.split("\\n"):
@@ -305,6 +290,7 @@ def {ANSWER_ENTRY}(answer, test_class, holes=()):
     test = globals()[test_class]()
     test.setUp()
     space["dreval_output_pred"](test)
+    return captured
 '''
 
 
@@ -333,17 +319,69 @@ class RevalOutput(RevalKind):
             penalty = penalized(answer, question)
             if penalty is not None:
                 return verdict(item, sample, text, Reason.WRONG, penalty)
-            imported = unsafe_imports(item.program, str(item.metadata.get("test") or ""))
-            filled = filled_holes(question, answer, bool(test_class), imported)
-            if filled is None and _syntax_error(answer):
-                return verdict(item, sample, text, Reason.SYNTAX_ERROR, _syntax_error(answer))
+            filled = filled_holes(question, answer, bool(test_class))
             if filled is None:
-                return verdict(item, sample, text, Reason.UNSUPPORTED_ASSERTION, UNVERIFIABLE)
-            template, holes = filled
-            call = Call(ANSWER_ENTRY, (template, test_class, holes))
-            return Job(sample, program, call, _finish(item, sample, text), shared=True)
+                error = _syntax_error(answer)
+                reason = Reason.SYNTAX_ERROR if error else Reason.UNSUPPORTED_ASSERTION
+                return verdict(item, sample, text, reason, error or UNVERIFIABLE)
+            template, literals, expressions = filled
+            if not expressions:
+                call = Call(ANSWER_ENTRY, (template, test_class, literals))
+                return Job(sample, program, call, _finish(item, sample, text), shared=True)
+            # First the answer's expressions run, alone, and their values are recorded; then
+            # the question runs with those values as its holes, and decides.
+            probe = Call(ANSWER_ENTRY, (capturing(template, expressions), test_class, literals))
+            second = partial(Call, ANSWER_ENTRY)
+            question_run = (template, test_class, literals)
+            finish = _then_question(item, sample, text, program, second, question_run)
+            return Job(sample, program, probe, finish)
 
         return grade
+
+
+def _then_question(
+    item: Item,
+    sample: int,
+    text: str,
+    program: Program,
+    call: Callable[[tuple[Any, ...]], Call],
+    question: tuple[str, str, tuple[Any, ...]],
+) -> Callable[[ExecResult], Score | Job]:
+    """The first phase's finisher: the recorded values of the expression holes become the
+    literal holes of the question's own run, whose outcome is the verdict."""
+    literals_of = _finish(item, sample, text)
+
+    def finish(result: ExecResult) -> Score | Job:
+        if not result.ok:
+            return literals_of(result)  # the answer's own code failed: wrong, as upstream
+        try:
+            recorded = result.parsed_value()
+        except ValueError:
+            return verdict(item, sample, text, Reason.NON_LITERAL_VALUE, result.value or "")
+        template, test_class, literals = question
+        holes = _recorded_holes(recorded, literals)
+        if holes is None:
+            return verdict(item, sample, text, Reason.UNSUPPORTED_ASSERTION,
+                           "a hole took different values, or an unexpected record")  # fmt: skip
+        return Job(sample, program, call((template, test_class, holes)), literals_of, shared=True)
+
+    return finish
+
+
+def _recorded_holes(recorded: object, literals: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The literal holes with each recorded ``{index: [value, ...]}`` filled in (the values a
+    hole took must agree)."""
+    count = len(literals)
+    if type(recorded) is not dict:
+        return None
+    holes = list(literals)
+    for index, seen in recorded.items():
+        if type(index) is not int or not 0 <= index < count or type(seen) is not list or not seen:
+            return None
+        if not all(values.equal(seen[0], other, "exact") for other in seen[1:]):
+            return None
+        holes[index] = seen[0]
+    return tuple(holes)
 
 
 def _finish(item: Item, sample: int, text: str) -> Callable[[ExecResult], Score]:

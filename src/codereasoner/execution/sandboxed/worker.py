@@ -419,6 +419,7 @@ class Worker:
     def enter_child(self, job_fd: int, result_fd: int) -> None:
         """Read the job, confine this process, acknowledge, run the calls; never returns."""
         try:
+            template = os.getppid()
             os.setpgid(0, 0)
             _prctl_parent_death_kill()
             start, line = _read_job(job_fd)  # a spare child waits here, as deaf as the template
@@ -437,6 +438,9 @@ class Worker:
                 os.setgroups([])
                 os.setgid(self.drop_to_uid)
                 os.setuid(self.drop_to_uid)
+                _prctl_parent_death_kill()  # a change of credentials clears it
+                if os.getppid() != template:  # the template died before it was set again
+                    os._exit(70)
             if self.filter is not None:
                 self.filter.load()
             _write_all(result_fd, _READY + b"\n")
@@ -628,7 +632,7 @@ class _Template:
             pid = os.fork()
             if pid == 0:
                 channel.close()
-                for fd in (job_w, result_r, *(spare[1:] if spare else ())):
+                for fd in (job_w, result_r):
                     os.close(fd)
                 worker.enter_child(job_r, result_w)
             os.close(job_r)
@@ -778,14 +782,33 @@ _RESULT_FIELDS = {
 }  # fmt: skip
 
 
+# The deepest nesting a real result has (a trace step's fields) is far below this; a deeper
+# forged line could make the parent's JSON reader recurse past its limit.
+_MAX_DEPTH = 16
+
+
+def _shallow(data: object) -> bool:
+    """True when ``data`` nests containers at most _MAX_DEPTH deep (no recursion here)."""
+    stack = [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            return False
+        if type(item) is dict:
+            stack.extend((value, depth + 1) for value in item.values())
+        elif type(item) is list:
+            stack.extend((value, depth + 1) for value in item)
+    return True
+
+
 def _sanitize(line: bytes, expected_index: int) -> dict | None:
     """Keep a child's result only if it has exactly the shape the child code writes, with sane
     numbers (a forged line cannot make the parent overflow or print non-JSON)."""
     try:
         raw = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    if type(raw) is not dict or raw.get("i") != expected_index:
+    if type(raw) is not dict or raw.get("i") != expected_index or not _shallow(raw):
         return None
     status = raw.get("status")
     if status not in CHILD_STATUSES:  # never sandbox_error: only the worker reports that
