@@ -279,6 +279,32 @@ def test_a_lost_template_ends_its_worker_and_the_pool_recovers() -> None:
         assert_serves(pool)
 
 
+def test_a_running_child_dies_with_its_worker_in_the_fallback() -> None:
+    """As root the fallback drops the child to uid 65534, which clears the parent-death signal;
+    it is set again after the drop, so a killed worker leaves no program running on the host."""
+    sleeper = Program("import time\ndef f():\n    time.sleep(30)\n    return 1")
+    limits = Limits(timeout_s=5.0, wall_timeout_s=60.0, memory_mb=256)
+    with Pool(1, isolation="fallback", limits=limits) as pool, ThreadPoolExecutor(1) as runner:
+        worker = _worker_host_pid(pool)
+        running = runner.submit(pool.run, sleeper, parse_call("f()"))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the template and its children: spare and running
+            family = _descendants(worker)
+            if len(family) >= 3:
+                break
+            time.sleep(0.05)
+        assert len(family) >= 3, family
+        os.kill(worker, signal.SIGKILL)
+        assert running.result(timeout=30).status is Status.SANDBOX_ERROR
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in family):
+            time.sleep(0.05)
+        alive = [pid for pid in family if Path(f"/proc/{pid}").exists()
+                 and "zombie" not in Path(f"/proc/{pid}/status").read_text()]  # fmt: skip
+        assert alive == []
+        assert_serves(pool)
+
+
 # --- 1c. Advisory locks on host files --------------------------------------------------------
 
 LOCK_PROBE = """
