@@ -103,11 +103,12 @@ _PLAIN_SOURCE = (Path(__file__).with_name("answer_values.py")).read_text(encodin
 # own so that the program's globals cannot shadow the names it uses. Values are converted as soon
 # as they are computed (code after the assertion could otherwise change them).
 PLAIN_PREAMBLE = f"""{SITE_PACKAGES_PREAMBLE}
-def {PLAIN_FUNCTION}(value):
-    import builtins
-    space = {{"__builtins__": builtins, "__name__": "answer_values"}}
-    exec({_PLAIN_SOURCE!r}, space)
-    return space["plain"](value)
+def {PLAIN_FUNCTION}(value, _space={{}}):
+    if not _space:  # compiled once per process, on first use
+        import builtins
+        _space.update(__builtins__=builtins, __name__="answer_values")
+        exec({_PLAIN_SOURCE!r}, _space)
+    return _space["plain"](value)
 """
 _HOOK_EPILOGUE = f"""
 def {HOOK}():

@@ -24,7 +24,7 @@ import re
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import cache
 from typing import Any
 
 from codereasoner import values
@@ -331,9 +331,7 @@ class RevalOutput(RevalKind):
             # First the answer's expressions run, alone, and their values are recorded; then
             # the question runs with those values as its holes, and decides.
             probe = Call(ANSWER_ENTRY, (capturing(template, expressions), test_class, literals))
-            second = partial(Call, ANSWER_ENTRY)
-            question_run = (template, test_class, literals)
-            finish = _then_question(item, sample, text, program, second, question_run)
+            finish = _then_question(item, sample, text, program, (template, test_class, literals))
             return Job(sample, program, probe, finish)
 
         return grade
@@ -344,16 +342,16 @@ def _then_question(
     sample: int,
     text: str,
     program: Program,
-    call: Callable[[tuple[Any, ...]], Call],
     question: tuple[str, str, tuple[Any, ...]],
 ) -> Callable[[ExecResult], Score | Job]:
     """The first phase's finisher: the recorded values of the expression holes become the
-    literal holes of the question's own run, whose outcome is the verdict."""
-    literals_of = _finish(item, sample, text)
+    literal holes of the question's own run (``question``: its template, test class and literal
+    holes), whose outcome is the verdict."""
+    decide = _finish(item, sample, text)
 
     def finish(result: ExecResult) -> Score | Job:
         if not result.ok:
-            return literals_of(result)  # the answer's own code failed: wrong, as upstream
+            return decide(result)  # the answer's own code failed: wrong, as upstream
         try:
             recorded = result.parsed_value()
         except ValueError:
@@ -363,7 +361,8 @@ def _then_question(
         if holes is None:
             return verdict(item, sample, text, Reason.UNSUPPORTED_ASSERTION,
                            "a hole took different values, or an unexpected record")  # fmt: skip
-        return Job(sample, program, call((template, test_class, holes)), literals_of, shared=True)
+        call = Call(ANSWER_ENTRY, (template, test_class, holes))
+        return Job(sample, program, call, decide, shared=True)
 
     return finish
 
