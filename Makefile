@@ -19,11 +19,14 @@ demo: system-deps $(VENV)/.core
 
 test: system-deps test-deps $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 
 bench: system-deps $(VENV)/.core
 	$(BIN)/python bench/executor.py

@@ -46,8 +46,13 @@ def run_baseline(url: str, texts: list[str], samples: int, concurrency: int) -> 
         async with aiohttp.ClientSession(connector=connector) as session:
 
             async def one(text: str) -> int:
-                body = {"model": "replay", "prompt": text, "n": samples, "max_tokens": 64,
-                        "temperature": 0.8}  # fmt: skip
+                body = {
+                    "model": "replay",
+                    "prompt": text,
+                    "n": samples,
+                    "max_tokens": 64,
+                    "temperature": 0.8,
+                }
                 async with semaphore, session.post(url + "/completions", json=body) as response:
                     return len(json.loads(await response.read())["choices"])
 

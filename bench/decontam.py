@@ -40,9 +40,11 @@ def main() -> None:
         raise SystemExit(f"no benchmark data under {args.data_dir}: pass --data-dir")
     started = time.process_time()
     index = BenchmarkIndex(loaded.programs)
-    print(f"index: {len(loaded.programs)} programs from {', '.join(loaded.checked) or 'none'} "
-          f"(skipped: {', '.join(sorted(loaded.skipped)) or 'none'}), built in "
-          f"{time.process_time() - started:.2f} s CPU")  # fmt: skip
+    print(
+        f"index: {len(loaded.programs)} programs from {', '.join(loaded.checked) or 'none'} "
+        f"(skipped: {', '.join(sorted(loaded.skipped)) or 'none'}), built in "
+        f"{time.process_time() - started:.2f} s CPU"
+    )
     generator = OfflineGenerator(0)
     cases = [generator.generate(i) for i in range(args.n)]
 
@@ -55,11 +57,15 @@ def main() -> None:
     started = time.process_time()
     for case in subset:
         mine = shingles(case.code)
-        max((len(mine & theirs) / max(1, len(mine | theirs)) for theirs in benchmark_shingles),
-            default=0.0)  # fmt: skip
+        max(
+            (len(mine & theirs) / max(1, len(mine | theirs)) for theirs in benchmark_shingles),
+            default=0.0,
+        )
     brute = len(subset) / (time.process_time() - started)
-    print(f"checks/s (CPU): ours {ours:,.0f}, brute-force near-duplicate pass alone {brute:,.0f}, "
-          f"ratio {ours / brute:.1f}x")  # fmt: skip
+    print(
+        f"checks/s (CPU): ours {ours:,.0f}, brute-force near-duplicate pass alone {brute:,.0f}, "
+        f"ratio {ours / brute:.1f}x"
+    )
 
     for rule in NGRAM_RULES:
         if rule != index.rule:
@@ -67,8 +73,10 @@ def main() -> None:
             results = [other.check(case.code, case.call) for case in cases]
         flagged = [matches for matches in results if matches]
         rules = Counter(name for matches in flagged for name in {match.rule for match in matches})
-        print(f"offline generator, {rule} rule: {len(flagged)}/{len(cases)} flagged "
-              f"({100 * len(flagged) / len(cases):.2f}%) {dict(sorted(rules.items()))}")  # fmt: skip
+        print(
+            f"offline generator, {rule} rule: {len(flagged)}/{len(cases)} flagged "
+            f"({100 * len(flagged) / len(cases):.2f}%) {dict(sorted(rules.items()))}"
+        )
 
 
 if __name__ == "__main__":

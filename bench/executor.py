@@ -55,9 +55,17 @@ def _random_input(template: int, rng: random.Random) -> tuple:
     word = "".join(rng.choice(string.ascii_lowercase + " ") for _ in range(rng.randint(3, 20)))
     nums = [rng.randint(-9, 9) for _ in range(rng.randint(0, 12))]
     return [
-        (word,), (nums,), (word, rng.choice(" ae")), ({c: i for i, c in enumerate(word[:6])},),
-        (nums,), (word,), (nums, rng.randint(-3, 3)), (word,), (nums,), (word, rng.randint(0, 30)),
-    ][template]  # fmt: skip
+        (word,),
+        (nums,),
+        (word, rng.choice(" ae")),
+        ({c: i for i, c in enumerate(word[:6])},),
+        (nums,),
+        (word,),
+        (nums, rng.randint(-3, 3)),
+        (word,),
+        (nums,),
+        (word, rng.randint(0, 30)),
+    ][template]
 
 
 def make_cases(count: int, seed: int = 0) -> list[Case]:
@@ -150,8 +158,13 @@ def run_humaneval_style(cases: list[Case], workers: int) -> Measurement:
         passed == case.expected_is_correct
         for (passed, _), case in zip(outcomes, cases, strict=True)
     )
-    return Measurement("human-eval style (Process per sample)", seconds,
-                       [latency for _, latency in outcomes], right, len(cases))  # fmt: skip
+    return Measurement(
+        "human-eval style (Process per sample)",
+        seconds,
+        [latency for _, latency in outcomes],
+        right,
+        len(cases),
+    )
 
 
 def run_in_process(cases: list[Case]) -> Measurement:
@@ -183,8 +196,10 @@ def main() -> None:
     args = parser.parse_args()
     cases = make_cases(args.calls)
     with Pool(args.workers) as pool:
-        print(f"isolation: {pool.isolation}; sandbox Python {pool.plan.python_version}; "
-              f"{args.workers} workers; {args.calls} calls; median of {args.runs} runs")  # fmt: skip
+        print(
+            f"isolation: {pool.isolation}; sandbox Python {pool.plan.python_version}; "
+            f"{args.workers} workers; {args.calls} calls; median of {args.runs} runs"
+        )
         modes: list[tuple[str, Callable[[], Measurement]]] = [
             ("single", lambda: run_ours(pool, cases, 1)),
             ("batched", lambda: run_ours(pool, cases, args.batch)),

@@ -27,7 +27,7 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from codereasoner import benchmarks
+from codereasoner import benchmarks, tasks
 from codereasoner.evaluation.runner import Runner, RunSettings, load_items
 from codereasoner.execution import Pool
 from codereasoner.models import Completion, Request, load_backend
@@ -76,37 +76,56 @@ def run_ours(url: str, data_dir: Path, pool: Pool, concurrency: int, out: Path) 
     cpu = time.process_time() - cpu
     samples = sum(report["samples"] for report in summary.reports.values())
     client = backend.generate_cpu - backend.callback_cpu
-    return {"samples": samples, "wall_s": time.perf_counter() - started,
-            "cpu_ms": 1000 * cpu / samples, "harness_cpu_ms": 1000 * (cpu - client) / samples}  # fmt: skip
+    return {
+        "samples": samples,
+        "wall_s": time.perf_counter() - started,
+        "cpu_ms": 1000 * cpu / samples,
+        "harness_cpu_ms": 1000 * (cpu - client) / samples,
+    }
 
 
-def run_baseline(url: str, data_dir: Path, pool: Pool, out: Path, limit: int | None = None
-                 ) -> dict:  # fmt: skip
+def run_baseline(url: str, data_dir: Path, pool: Pool, out: Path, limit: int | None = None) -> dict:
     """One sample at a time: POST, extract, grade, INSERT + commit."""
     connection = sqlite3.connect(out)
-    connection.execute("CREATE TABLE IF NOT EXISTS scores (bench TEXT, id TEXT, text TEXT, "
-                       "correct INTEGER, PRIMARY KEY (bench, id))")  # fmt: skip
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS scores (bench TEXT, id TEXT, text TEXT, "
+        "correct INTEGER, PRIMARY KEY (bench, id))"
+    )
     started, cpu, samples = time.perf_counter(), time.process_time(), 0
     for name in BENCHES:
         bench = benchmarks.get(name)
         items = load_items(bench, data_dir)[:limit]
         for item in items:
-            prompt = bench.task.prompt(item, "direct")
-            body = json.dumps({"model": "replay", "prompt": prompt, "max_tokens": 1024,
-                               "temperature": 0.0, "stop": ["[/ANSWER]"]}).encode()  # fmt: skip
-            request = urllib.request.Request(f"{url}/completions", data=body,
-                                             headers={"Content-Type": "application/json"})  # fmt: skip
+            task = tasks.get(item.task)
+            prompt = task.prompt(item, "direct")
+            body = json.dumps(
+                {
+                    "model": "replay",
+                    "prompt": prompt,
+                    "max_tokens": 1024,
+                    "temperature": 0.0,
+                    "stop": ["[/ANSWER]"],
+                }
+            ).encode()
+            request = urllib.request.Request(
+                f"{url}/completions", data=body, headers={"Content-Type": "application/json"}
+            )
             with urllib.request.urlopen(request) as response:
                 text = json.loads(response.read())["choices"][0]["text"]
-            verdict = bench.task.score(item, bench.task.extract(text, "direct"), pool)
-            connection.execute("INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?)",
-                               (name, item.id, text, int(verdict.correct)))  # fmt: skip
+            verdict = task.score(item, task.extract(item, text, "direct"), pool)
+            connection.execute(
+                "INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?)",
+                (name, item.id, text, int(verdict.correct)),
+            )
             connection.commit()
             samples += 1
     cpu = time.process_time() - cpu
     connection.close()
-    return {"samples": samples, "wall_s": time.perf_counter() - started,
-            "cpu_ms": 1000 * cpu / samples}  # fmt: skip
+    return {
+        "samples": samples,
+        "wall_s": time.perf_counter() - started,
+        "cpu_ms": 1000 * cpu / samples,
+    }
 
 
 def main() -> None:
@@ -118,8 +137,12 @@ def main() -> None:
     )
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=512)
-    parser.add_argument("--baseline-subset", type=int, default=40,
-                        help="items per benchmark for the sequential baseline at --latency")  # fmt: skip
+    parser.add_argument(
+        "--baseline-subset",
+        type=int,
+        default=40,
+        help="items per benchmark for the sequential baseline at --latency",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, Pool(limits=OFFICIAL_LIMITS) as pool:
         root = Path(tmp)
@@ -144,8 +167,9 @@ def main() -> None:
             ours = run_ours(server.url, args.data_dir, pool, args.concurrency, root / "ours1")
             in_flight = server.stats()["max_in_flight"]
             server.reset()
-            base = run_baseline(server.url, args.data_dir, pool, root / "base1.sqlite",
-                                args.baseline_subset)  # fmt: skip
+            base = run_baseline(
+                server.url, args.data_dir, pool, root / "base1.sqlite", args.baseline_subset
+            )
             base_in_flight = server.stats()["max_in_flight"]
         ours_rate = ours["samples"] / ours["wall_s"]
         base_rate = base["samples"] / base["wall_s"]

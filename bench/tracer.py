@@ -34,6 +34,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from codereasoner.execution.sandboxed import TRACER_MODULES
+
 _SRC = Path(__file__).resolve().parents[1] / "src" / "codereasoner"
 
 
@@ -48,7 +50,8 @@ def _load_flat(name: str, path: Path) -> ModuleType:
 
 
 _load_flat("values", _SRC / "values.py")
-tracer = _load_flat("tracer", _SRC / "execution" / "sandboxed" / "tracer.py")
+for _name in TRACER_MODULES:  # each imports only those before it
+    tracer = _load_flat(_name, _SRC / "execution" / "sandboxed" / f"{_name}.py")
 
 # (name, source, entry, args, calls per timing): a loop-heavy snippet (execution.md 7.1)
 # and CRUXEval-like functions.

@@ -28,14 +28,32 @@ TABLES = ("run", "prompts", "completions", "items", "scores", "results")
 
 
 def command(out: Path, model: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", "codereasoner", "eval", "--model", model, "--out", str(out),
-            "--bench", BENCH, "--data-dir", str(FIXTURES), "--workers", "2", "--json", *args]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "codereasoner",
+        "eval",
+        "--model",
+        model,
+        "--out",
+        str(out),
+        "--bench",
+        BENCH,
+        "--data-dir",
+        str(FIXTURES),
+        "--workers",
+        "2",
+        "--json",
+        *args,
+    ]
 
 
-def cli(out: Path, model: str, *args: str, env: dict[str, str] | None = None
-        ) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return subprocess.run(command(out, model, *args), capture_output=True, text=True,
-                          timeout=300, env=env)  # fmt: skip
+def cli(
+    out: Path, model: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command(out, model, *args), capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def counts(out: Path) -> dict[str, int]:
@@ -45,22 +63,25 @@ def counts(out: Path) -> dict[str, int]:
         return dict.fromkeys(TABLES, 0)
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as connection:
-            return {t: connection.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-                    for t in TABLES}  # fmt: skip
+            return {
+                t: connection.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES
+            }
     except sqlite3.OperationalError:  # the schema is not there yet
         return dict.fromkeys(TABLES, 0)
 
 
 def snapshot(out: Path) -> dict[str, Any]:
     with sqlite3.connect(out / "run.sqlite") as connection:
-        return {t: sorted(connection.execute(f"SELECT * FROM {t}").fetchall(), key=repr)
-                for t in TABLES if t not in ("run", "results")}  # fmt: skip
+        return {
+            t: sorted(connection.execute(f"SELECT * FROM {t}").fetchall(), key=repr)
+            for t in TABLES
+            if t not in ("run", "results")
+        }
 
 
 def comparable(report: dict[str, Any]) -> dict[str, Any]:
     """A report without what legitimately differs between runs (timing, the store's path)."""
-    return {key: value for key, value in report.items()
-            if key not in ("wall_s", "generations")}  # fmt: skip
+    return {key: value for key, value in report.items() if key not in ("wall_s", "generations")}
 
 
 def kill_when(out: Path, cmd: list[str], ready: Callable[[dict[str, int]], bool]) -> bool:
@@ -77,8 +98,9 @@ def kill_when(out: Path, cmd: list[str], ready: Callable[[dict[str, int]], bool]
     return False
 
 
-def reference_run(out: Path, model: str, pool: Pool, concurrency: int | None = None
-                  ) -> dict[str, Any]:  # fmt: skip
+def reference_run(
+    out: Path, model: str, pool: Pool, concurrency: int | None = None
+) -> dict[str, Any]:
     """The uninterrupted run, in this process (the same runner the command drives)."""
     settings = RunSettings(tuple(BENCH.split(",")), data_dir=FIXTURES)
     backend = load_backend(model, concurrency=concurrency)
@@ -134,8 +156,11 @@ def test_kill_and_resume_the_oracle(tmp_path: Path, pool: Pool) -> None:
     total = counts(tmp_path / "reference")
     out = tmp_path / "killed"
     cmd = command(out, "oracle")
-    for ready in (lambda c: c["items"] >= 1, lambda c: c["scores"] >= 1,
-                  lambda c: c["results"] >= 2):  # fmt: skip
+    for ready in (
+        lambda c: c["items"] >= 1,
+        lambda c: c["scores"] >= 1,
+        lambda c: c["results"] >= 2,
+    ):
         kill_when(out, cmd, ready)
     done = cli(out, "oracle")
     assert final_reports(done) == reference
@@ -146,7 +171,8 @@ def test_kill_and_resume_the_oracle(tmp_path: Path, pool: Pool) -> None:
     # completions carry their creation time and latency; everything else is equal
     assert [row[:6] for row in got["completions"]] == [row[:6] for row in expected["completions"]]
     assert {k: v for k, v in got.items() if k != "completions"} == {
-        k: v for k, v in expected.items() if k != "completions"}  # fmt: skip
+        k: v for k, v in expected.items() if k != "completions"
+    }
 
 
 def invoke(out: Path, model: str, *args: str) -> Any:
@@ -160,15 +186,28 @@ def test_the_oracle_is_labelled_a_self_check(tmp_path: Path) -> None:
     summary = json.loads(done.stdout)
     assert summary["note"].startswith("SELF-CHECK") and summary["model"] == "oracle"
     assert all(check["passed"] for check in summary["self_check"].values())
-    again = json.loads(invoke(tmp_path, "oracle", "--bench", "cruxeval-o,core", "--limit",
-                              "3").stdout)  # fmt: skip
+    again = json.loads(
+        invoke(tmp_path, "oracle", "--bench", "cruxeval-o,core", "--limit", "3").stdout
+    )
     assert set(again["generated"].values()) == {0} and set(again["graded"].values()) == {0}
     assert again["headline"] == summary["headline"]
 
 
 def test_the_summary_table_names_the_self_check(tmp_path: Path) -> None:
-    done = CliRunner().invoke(app, ["eval", "--model", "oracle", "--out", str(tmp_path),
-                                    "--bench", "cruxeval-o", "--data-dir", str(FIXTURES)])  # fmt: skip
+    done = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            "oracle",
+            "--out",
+            str(tmp_path),
+            "--bench",
+            "cruxeval-o",
+            "--data-dir",
+            str(FIXTURES),
+        ],
+    )
     assert done.exit_code == 0, done.output
     assert "SELF-CHECK" in done.stdout and "not a model score" in done.stdout
     assert "pass@1 100" in done.stdout and "FAIL" not in done.stdout
@@ -214,7 +253,8 @@ def test_unreachable_server_and_wrong_key_leave_the_store_intact(
     (("--style", "fancy"), ("--style",)), (("--n", "0"), ("--n",)),
     (("--bench", "nope"), ("--bench", "cruxeval-o")), (("--grading", "lax"), ("--grading",)),
 ])  # fmt: skip
-def test_bad_options_are_one_line(tmp_path: Path, args: tuple[str, ...], words: tuple[str, ...]
-                                  ) -> None:  # fmt: skip
+def test_bad_options_are_one_line(
+    tmp_path: Path, args: tuple[str, ...], words: tuple[str, ...]
+) -> None:
     _one_error_line(invoke(tmp_path / "run", "oracle", *args), *words)
     assert not (tmp_path / "run").exists()

@@ -20,8 +20,10 @@ CRUX = FIXTURES / "cruxeval"
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "codereasoner", *map(str, args)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def hand_pass_at_k(verdicts: dict[str, list[bool | None]], k: int, official: bool) -> float:
@@ -37,8 +39,19 @@ def hand_pass_at_k(verdicts: dict[str, list[bool | None]], k: int, official: boo
 @pytest.mark.parametrize(("bench", "task"), [("cruxeval-o", "output"), ("cruxeval-i", "input")])
 def test_score_fixture_generations_json(bench: str, task: str) -> None:
     expected = official_verdicts(task)
-    done = cli("score", "--bench", bench, "--generations", CRUX / f"{task}_generations.json",
-               "--data-dir", CRUX, "--json", "--strict-report", "--timeout", "0.5")  # fmt: skip
+    done = cli(
+        "score",
+        "--bench",
+        bench,
+        "--generations",
+        CRUX / f"{task}_generations.json",
+        "--data-dir",
+        CRUX,
+        "--json",
+        "--strict-report",
+        "--timeout",
+        "0.5",
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert (report["benchmark"], report["format"], report["items"], report["samples"]) == (
@@ -132,7 +145,13 @@ def test_score_jsonl_completions(tmp_path: Path) -> None:
         (["-g", "{ok}", "--k", "one"], "--k: expected comma-separated integers"),
         (["-g", "{ok}", "--bench", "nope"], "--bench: unknown benchmark 'nope'"),
         (["-g", "{ok}", "--data-dir", "{empty}"], "cruxeval.jsonl: not found"),
-        (["-g", "{ok}", "--style", "haiku"], "'haiku' is not a valid Style"),
+        (["-g", "{ok}", "--style", "haiku"], "--style 'haiku': cruxeval-o supports direct"),
+        (["-g", "{ok}", "--grading", "loose"], "--grading 'loose': expected official or strict"),
+        (["-g", "{ok}", "--grading", "strict", "--strict-report"], "drop it with --grading"),
+        (["-g", "{ok}", "--extraction", "x"], "--extraction 'x': expected one of official"),
+        (["-g", "{ok}", "--bench", "reval", "--k", "1"], "--k does not apply to reval"),
+        (["-g", "{ok}", "--bench", "core", "--timeout", "1"], "--timeout does not apply to core"),
+        (["-g", "{ok}", "--bench", "core", "--grading", "strict"], "--grading does not apply"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
@@ -194,3 +213,81 @@ def test_score_official_cruxeval_output_samples() -> None:
     report = json.loads(done.stdout)
     assert round(report["pass@1"], 4) == 34.2125 and round(report["pass@5"], 4) == 40.2867
     assert report["samples"] == 8000
+
+
+def test_k_defaults_to_what_the_file_supports(tmp_path: Path) -> None:
+    """One sample per item: pass@1 only, no '--k 1' needed; ten samples: pass@1 and pass@5."""
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({f"sample_{i}": ["[2, 6]"] for i in range(6)}))
+    report = json.loads(
+        cli("score", "--bench", "cruxeval-o", "-g", one, "--data-dir", CRUX, "--json").stdout
+    )
+    assert [key for key in report if key.startswith("pass@")] == ["pass@1"]
+    full = json.loads(
+        cli(
+            "score",
+            "--bench",
+            "cruxeval-o",
+            "-g",
+            CRUX / "output_generations.json",
+            "--data-dir",
+            CRUX,
+            "--json",
+        ).stdout
+    )
+    assert [key for key in full if key.startswith("pass@")] == ["pass@1", "pass@5"]
+
+
+def test_grading_strict_is_the_strict_report_as_primary() -> None:
+    base = [
+        "score",
+        "--bench",
+        "cruxeval-o",
+        "-g",
+        CRUX / "output_generations.json",
+        "--data-dir",
+        CRUX,
+        "--json",
+    ]
+    both = json.loads(cli(*base, "--strict-report").stdout)
+    strict = json.loads(cli(*base, "--grading", "strict").stdout)
+    assert strict["grading"] == "strict" and both["grading"] == "official"
+    assert strict["pass@1"] == both["strict"]["pass@1"] != both["pass@1"]
+    assert strict["reasons"] == both["strict"]["reasons"]
+
+
+@pytest.mark.parametrize("where", [FIXTURES, CRUX], ids=["data root", "benchmark folder"])
+def test_data_dir_is_the_root_or_the_benchmark_folder(where: Path, tmp_path: Path) -> None:
+    """score, eval and bench show read the same data from the data root (one folder per
+    dataset) and from the benchmark's own folder."""
+    shown = cli("bench", "show", "cruxeval-o", "--data-dir", where, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["loaded"] == {"data_dir": str(CRUX), "items": 6}
+    done = cli(
+        "score",
+        "--bench",
+        "cruxeval-o",
+        "-g",
+        CRUX / "output_generations.json",
+        "--data-dir",
+        where,
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["items"] == 6
+    run = cli(
+        "eval",
+        "--model",
+        "oracle",
+        "--bench",
+        "cruxeval-o",
+        "--data-dir",
+        where,
+        "--out",
+        tmp_path / "run",
+        "--json",
+    )
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    assert summary["self_check"]["cruxeval-o"]["passed"]
+    assert summary["reports"]["cruxeval-o"]["pass@1"] == 100.0

@@ -9,12 +9,16 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from codereasoner.cli import app
+from codereasoner.synth import generators
+from codereasoner.synth.generators import GeneratorKind, GeneratorOption, GeneratorSettings
+from codereasoner.synth.pipeline import SynthConfig, make_source
 from tests.conftest import SHARED_DATA
 
 OUTPUTS = ("cases.jsonl", "dropped.jsonl", "audit.jsonl", "summary.json")
@@ -65,6 +69,8 @@ def _command(out: Path, data_dir: Path | None, n: int = N, *extra: str) -> list[
             "--no-decontam and --decontam-rule contradict each other",
         ),
         (["--no-decontam", "--data-dir", "/"], "--no-decontam and --data-dir contradict"),
+        (["--model", "oracle"], "--model applies to --generator llm only"),
+        (["--generator", "offline", "--model", "oracle"], "--model applies to --generator llm"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -191,9 +197,104 @@ def test_one_benchmark_folder_names_what_was_not_checked_and_resume_keeps_settin
         assert record["decontam"]["rule"] == "specific"
         assert "decontam" in record["filters"]["passed"]
     # The same directory with other decontamination settings is refused, not mixed.
-    for other in (_command(out, None, 6), _command(out, SHARED_DATA, 6, "--decontam-rule",
-                                                   "specific"), _command(out, data, 6)):  # fmt: skip
+    for other in (
+        _command(out, None, 6),
+        _command(out, SHARED_DATA, 6, "--decontam-rule", "specific"),
+        _command(out, data, 6),
+    ):
         again = subprocess.run(other, capture_output=True, text=True, timeout=120)
         assert again.returncode == 2 and "holds a run with other settings" in again.stderr
         assert "decontam_" in again.stderr
     assert (out / "summary.json").read_text() == json.dumps(summary, indent=2) + "\n"
+
+
+DEFAULT_BENCHMARKS = ["cruxeval-o", "lcb-execution", "reval", "core-output", "core-probe"]
+
+
+@pytest.mark.skipif(
+    not (SHARED_DATA / "cruxeval" / "cruxeval.jsonl").exists(), reason="no shared CRUXEval data"
+)
+@pytest.mark.parametrize("form", ["data root", "one benchmark's folder"])
+def test_data_dir_is_the_data_root_or_one_benchmark_s_folder(tmp_path: Path, form: str) -> None:
+    folder = SHARED_DATA if form == "data root" else SHARED_DATA / "cruxeval"
+    out = tmp_path / "out"
+    done = subprocess.run(_command(out, folder, 6), capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())["decontam"]
+    checked, missing = summary["checked"], summary["missing"]
+    assert "cruxeval-o" in checked and sorted(checked + missing) == sorted(DEFAULT_BENCHMARKS)
+    for record in _records(out):
+        assert record["decontam"]["checked"] == checked
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("decontamination: literal 10-gram rule")
+    if form == "data root":
+        # the data root holds more than CRUXEval; each benchmark not found says why
+        assert len(checked) > 1
+        for name in missing:
+            assert any(line.startswith(f"  {name}: ") for line in lines), (name, lines)
+        assert "not found in" not in done.stderr
+    else:
+        # only the benchmarks whose files are in the folder; one line names the others
+        assert checked == ["cruxeval-o"] and missing == DEFAULT_BENCHMARKS[1:]
+        assert lines[1] == (
+            f"  not found in {folder}: lcb-execution, reval, core-output, core-probe (it holds "
+            "one benchmark's files; give the data root to check the others)"
+        )
+        assert "must hold" not in done.stderr  # no line per benchmark
+
+
+def toy_source(settings: GeneratorSettings) -> object:
+    """A generator declared by a test: the offline generator's cases under another name."""
+    from codereasoner.synth.generators.offline import OfflineGenerator
+
+    class Toy:
+        name = "toy"
+
+        def __init__(self) -> None:
+            self.generator = OfflineGenerator(settings.seed)
+            self.label = settings.options.get("label", "plain")
+
+        def produce(self, indices: range) -> list:
+            return [
+                replace(self.generator.generate(index), generator=f"toy:{self.label}")
+                for index in indices
+            ]
+
+        def committed_lines(self) -> list[str]:
+            return []
+
+    return Toy()
+
+
+def test_a_registered_generator_is_chosen_checked_and_built_from_its_declaration(
+    tmp_path: Path,
+) -> None:
+    toy = GeneratorKind(
+        "toy",
+        "tests.test_cli_synth:toy_source",
+        "a test generator",
+        options=(GeneratorOption("label", "A label."),),
+    )
+    generators.register(toy)
+    runner = CliRunner()
+    try:
+        out = tmp_path / "toy"
+        base = ["synth", "--out", str(out), "--generator", "toy", "--no-decontam"]
+        # an option of another generator is refused for it, in one line
+        result = runner.invoke(app, [*base, "--model", "oracle"])
+        assert result.exit_code == 2
+        assert result.output.strip() == "error: --model applies to --generator llm only"
+        # chosen by name and built from the declaration (its module imported now)
+        result = runner.invoke(app, [*base, "--n", "4", "--workers", "1"])
+        assert result.exit_code == 0, result.output
+        settings = json.loads((out / "state.json").read_text())["settings"]
+        assert settings["generator"] == "toy"
+        records = _records(out)
+        assert records and {record["generator"] for record in records} == {"toy:plain"}
+        # options reach it as the pipeline passes them
+        config = SynthConfig(
+            out=tmp_path / "run", n=1, generator="toy", generator_options={"label": "x"}
+        )
+        assert [c.generator for c in make_source(config).produce(range(2))] == ["toy:x"] * 2
+    finally:
+        generators.unregister("toy")

@@ -651,8 +651,9 @@ def test_attack_is_contained(
 
 
 def test_timeouts_are_enforced_promptly(pool: Pool) -> None:
-    result = pool.run(Program("def f():\n    while True:\n        pass"), parse_call("f()"),
-                      Limits(timeout_s=0.5))  # fmt: skip
+    result = pool.run(
+        Program("def f():\n    while True:\n        pass"), parse_call("f()"), Limits(timeout_s=0.5)
+    )
     assert result.status is Status.TIMEOUT
     assert 400 <= result.wall_ms <= 2000, result.wall_ms
 
@@ -700,8 +701,12 @@ def test_a_timeout_in_a_batch_only_costs_that_call(pool: Pool) -> None:
     calls = [parse_call(f"f({n})") for n in (1, -1, 3, -1, 5)]
     results = pool.run_batch(program, calls, Limits(timeout_s=0.3))
     assert [result.status for result in results] == [
-        Status.OK, Status.TIMEOUT, Status.OK, Status.TIMEOUT, Status.OK
-    ]  # fmt: skip
+        Status.OK,
+        Status.TIMEOUT,
+        Status.OK,
+        Status.TIMEOUT,
+        Status.OK,
+    ]
     assert [results[i].parsed_value() for i in (0, 2, 4)] == [2, 6, 10]
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from codereasoner import benchmarks
+from codereasoner import benchmarks, tasks
 from codereasoner.execution import Limits, Pool
 from codereasoner.tasks import Answer, InputPrediction, Item, OutputPrediction, Reason, run_plans
 
@@ -27,8 +27,9 @@ LIMITS = Limits(timeout_s=1.0, wall_timeout_s=2.0, memory_mb=512)
 def forge(line: str) -> str:
     """An expression writing ``line`` to every descriptor a result pipe could be on."""
     data = (line + "\n").encode()
-    return (f"[__import__('ctypes').CDLL(None).write(k, {data!r}, {len(data)}) "
-            "for k in range(3, 64)]")  # fmt: skip
+    return (
+        f"[__import__('ctypes').CDLL(None).write(k, {data!r}, {len(data)}) for k in range(3, 64)]"
+    )
 
 
 OK_TRUE = forge('{"i": 0, "status": "ok", "value": "True", "literal": true}')
@@ -76,8 +77,13 @@ def test_forged_output_verdicts_are_wrong(pool: Pool, items: list[Item], name: s
 def test_forged_input_verdicts_are_wrong(pool: Pool) -> None:
     items = benchmarks.get("cruxeval-i").load(CRUX)
     task = InputPrediction()
-    answers = [f"f(0), {OK_TRUE}", f"f(0) == {OK_TRUE}", f"f(0) and {OK_TRUE}",
-               f"f({OK_TRUE})", f"f(0) or {INFRA}"]  # fmt: skip
+    answers = [
+        f"f(0), {OK_TRUE}",
+        f"f(0) == {OK_TRUE}",
+        f"f(0) and {OK_TRUE}",
+        f"f({OK_TRUE})",
+        f"f(0) or {INFRA}",
+    ]
     plans = [task.plan(item, [Answer(a) for a in answers]) for item in items]
     for item, scores in zip(items, run_plans(pool, plans, LIMITS), strict=True):
         for score in scores:
@@ -87,16 +93,30 @@ def test_forged_input_verdicts_are_wrong(pool: Pool) -> None:
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codereasoner", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "codereasoner", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_quoted_forgery_scores_zero_through_score(tmp_path: Path, items: list[Item]) -> None:
     """The attack that gave official pass@1 100.00 under every CRUXEval-O id."""
     generations = tmp_path / "forged.json"
     generations.write_text(json.dumps({item.id: [f"0, {OK_TRUE}"] for item in items}))
-    done = cli("score", "--bench", "cruxeval-o", "--generations", generations, "--data-dir", CRUX,
-               "--k", "1", "--json")  # fmt: skip
+    done = cli(
+        "score",
+        "--bench",
+        "cruxeval-o",
+        "--generations",
+        generations,
+        "--data-dir",
+        CRUX,
+        "--k",
+        "1",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["pass@1"] == 0.0
@@ -108,8 +128,18 @@ def test_a_20_mb_answer_is_refused_quickly_with_a_reason(tmp_path: Path, items: 
     generations = tmp_path / "huge.json"
     generations.write_text(json.dumps({item.id: [huge] for item in items}))
     started = time.monotonic()
-    done = cli("score", "--bench", "cruxeval-o", "--generations", generations, "--data-dir", CRUX,
-               "--k", "1", "--strict-report")  # fmt: skip
+    done = cli(
+        "score",
+        "--bench",
+        "cruxeval-o",
+        "--generations",
+        generations,
+        "--data-dir",
+        CRUX,
+        "--k",
+        "1",
+        "--strict-report",
+    )
     elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     assert "answer_too_long" in done.stdout
@@ -130,13 +160,16 @@ def test_forged_reval_output_verdicts_are_wrong(
     loaded = reval.load(paths, pool=pool, cache=tmp_path_factory.mktemp("cache"))
     items = {item.id: item for item in loaded}
     human, classeval = items["DREval/1/0/output"], items["DREval/2/0/output"]
-    task = benchmarks.get("reval").task
+    task = tasks.get(human.task)
     forged_line = '{"i": 0, "status": "ok", "value": "None", "literal": true}'
     # claims the first phase recorded 12 for the hole (the truth is 11)
     forged_record = '{"i": 0, "status": "ok", "value": "{0: [[\'v\', 12]]}", "literal": true}'
     via_builtins = "re.enum.bltns.exec(\"__import__('os').write(5, b'x')\")"
     attacks = [
-        (human, [f"assert total([1, 2]) == {forge(forged_line)}",
+        (
+            human,
+            [
+                f"assert total([1, 2]) == {forge(forged_line)}",
                 f"{forge(forged_line)}\nassert total([1, 2]) == 12",
                 f"assert total([1, 2]) == 12, {forge(forged_line)}",
                 "import os\nassert total([1, 2]) == 12",
@@ -144,12 +177,19 @@ def test_forged_reval_output_verdicts_are_wrong(
                 f"assert total([1, 2]) == {forge(forged_record)}",
                 f"assert total([1, 2]) == ({forge(forged_line)}, 12)[1]",
                 f"assert total([1, 2]) == {via_builtins}",
-                "assert total([1, 2]) == (__import__('os')._exit(0), 12)[1]"]),
-        (classeval, [f"assertEqual(self.counter.add(5), {forge(forged_line)})\n"
-                    "assertEqual(self.counter.add(2), 17)",
-                    "assertEqual(self.counter.add(5), 15)\nassertEqual(self.counter.add(2), 18)\n"
-                    f"{forge(forged_line)}"]),
-    ]  # fmt: skip
+                "assert total([1, 2]) == (__import__('os')._exit(0), 12)[1]",
+            ],
+        ),
+        (
+            classeval,
+            [
+                f"assertEqual(self.counter.add(5), {forge(forged_line)})\n"
+                "assertEqual(self.counter.add(2), 17)",
+                "assertEqual(self.counter.add(5), 15)\nassertEqual(self.counter.add(2), 18)\n"
+                f"{forge(forged_line)}",
+            ],
+        ),
+    ]
     for item, answers in attacks:
         plan = task.plan(item, [Answer(answer) for answer in answers])
         for score in run_plans(pool, [plan], LIMITS)[0]:

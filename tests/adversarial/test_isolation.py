@@ -249,8 +249,15 @@ def test_the_worker_ignores_stray_signals(fallback_pool: Pool) -> None:
     """Signals that reach the worker anyway (here sent by the host) do not end it."""
     worker = _worker_host_pid(fallback_pool)
     restarts = fallback_pool.restarts
-    for number in (signal.SIGINT, signal.SIGHUP, signal.SIGIO, signal.SIGURG, signal.SIGTERM,
-                   signal.SIGUSR1, signal.SIGALRM):  # fmt: skip
+    for number in (
+        signal.SIGINT,
+        signal.SIGHUP,
+        signal.SIGIO,
+        signal.SIGURG,
+        signal.SIGTERM,
+        signal.SIGUSR1,
+        signal.SIGALRM,
+    ):
         os.kill(worker, number)
         for process in _descendants(worker):  # the template and its spare child
             os.kill(process, number)
@@ -299,8 +306,12 @@ def test_a_running_child_dies_with_its_worker_in_the_fallback() -> None:
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in family):
             time.sleep(0.05)
-        alive = [pid for pid in family if Path(f"/proc/{pid}").exists()
-                 and "zombie" not in Path(f"/proc/{pid}/status").read_text()]  # fmt: skip
+        alive = [
+            pid
+            for pid in family
+            if Path(f"/proc/{pid}").exists()
+            and "zombie" not in Path(f"/proc/{pid}/status").read_text()
+        ]
         assert alive == []
         assert_serves(pool)
 
@@ -545,13 +556,32 @@ def test_a_real_setup_failure_is_still_a_sandbox_error(solo: Pool) -> None:
 # --- 4. The host tree is not visible ---------------------------------------------------------
 
 HOST_PATHS = [
-    str(SHARED_DATA / "cruxeval" / "cruxeval.jsonl"), str(SHARED_DATA), str(PROJECT_ROOT),
-    str(PROJECT_ROOT / ".git"), str(PROJECT_ROOT / ".venv"), str(PROJECT_ROOT / "README.md"),
-    str(PROJECT_ROOT / "src" / "codereasoner"), "/var/log", "/var", "/opt", "/root", "/home",
-    "/srv", "/mnt", "/media", "/work", "/run", "/boot", "/sys/class", "/etc/shadow",
-    "/etc/hostname", "/etc/ssh", "/usr/local/src/.never", os.path.expanduser("~"),
+    str(SHARED_DATA / "cruxeval" / "cruxeval.jsonl"),
+    str(SHARED_DATA),
+    str(PROJECT_ROOT),
+    str(PROJECT_ROOT / ".git"),
+    str(PROJECT_ROOT / ".venv"),
+    str(PROJECT_ROOT / "README.md"),
+    str(PROJECT_ROOT / "src" / "codereasoner"),
+    "/var/log",
+    "/var",
+    "/opt",
+    "/root",
+    "/home",
+    "/srv",
+    "/mnt",
+    "/media",
+    "/work",
+    "/run",
+    "/boot",
+    "/sys/class",
+    "/etc/shadow",
+    "/etc/hostname",
+    "/etc/ssh",
+    "/usr/local/src/.never",
+    os.path.expanduser("~"),
     os.path.realpath(sys.prefix),
-]  # fmt: skip
+]
 
 
 def test_only_what_the_sandbox_needs_is_bound(pool: Pool) -> None:
@@ -648,8 +678,9 @@ time.sleep(120)
 
 @pytest.mark.parametrize("mode", MODES)
 def test_stage_dirs_of_killed_runs_are_removed(mode: str) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, mode], stdout=subprocess.PIPE,
-                              text=True, cwd=PROJECT_ROOT)  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, mode], stdout=subprocess.PIPE, text=True, cwd=PROJECT_ROOT
+    )
     try:
         stage = holder.stdout.readline().strip()  # type: ignore[union-attr]
         assert stage and os.path.isdir(stage)

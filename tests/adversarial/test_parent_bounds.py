@@ -64,8 +64,9 @@ def line_of(**fields: Any) -> str:
     parts = {"i": "0", "status": '"ok"', "type": '"int"', "value": '"1"', "literal": "true",
              "exc_type": "null", "exc_message": "null", "cpu_total_ms": "1.0",
              "max_rss_kb": "1000", "stdout": '""', "stderr": '""', "stdout_truncated": "false"}  # fmt: skip
-    parts.update({key: text if isinstance(text, str) else json.dumps(text)
-                  for key, text in fields.items()})  # fmt: skip
+    parts.update(
+        {key: text if isinstance(text, str) else json.dumps(text) for key, text in fields.items()}
+    )
     return "{" + ", ".join(f"{json.dumps(key)}: {text}" for key, text in parts.items()) + "}"
 
 
@@ -178,8 +179,11 @@ def test_from_wire_keeps_an_honest_result() -> None:
 
 def test_forged_oversize_value_and_output_exceed_the_limits(solo: Pool) -> None:
     limits = Limits(timeout_s=5.0, memory_mb=256, max_value_chars=1000, max_output_chars=500)
-    for fields in ({"value": json.dumps("[" + "1, " * 2000 + "]")},
-                   {"stdout": json.dumps("x" * 5000)}, {"stderr": json.dumps("y" * 5000)}):  # fmt: skip
+    for fields in (
+        {"value": json.dumps("[" + "1, " * 2000 + "]")},
+        {"stdout": json.dumps("x" * 5000)},
+        {"stderr": json.dumps("y" * 5000)},
+    ):
         # The pool re-checks each result against the limits its call ran under.
         assert_contained(solo.run(forger(line_of(**fields)), parse_call("f()"), limits))
         direct = ExecResult.from_wire(json.loads(line_of(**fields)), limits)
@@ -229,8 +233,15 @@ def trace_line(trace: dict[str, Any]) -> str:
 
 
 def wire_trace(items: list[Any], **fields: Any) -> dict[str, Any]:
-    trace = {"steps": items, "return": "1", "return_literal": True, "exception": None,
-             "partial": False, "partial_reason": None, "events": len(items)}  # fmt: skip
+    trace = {
+        "steps": items,
+        "return": "1",
+        "return_literal": True,
+        "exception": None,
+        "partial": False,
+        "partial_reason": None,
+        "events": len(items),
+    }
     trace.update(fields)
     return trace
 
@@ -353,8 +364,11 @@ def cli(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProcess[
     path.write_text(textwrap.dedent(source))
     return subprocess.run(
         [sys.executable, "-m", "codereasoner", *args[:1], str(path), "--call", "f()", *args[1:]],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "400"},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "400"},
+    )
 
 
 def no_traceback(done: subprocess.CompletedProcess[str]) -> None:
@@ -421,8 +435,13 @@ def test_trace_escapes_values_and_shows_stdout(tmp_path: Path) -> None:
 
 
 def test_trace_of_a_capped_call_does_not_claim_it_returned(tmp_path: Path) -> None:
-    done = cli(tmp_path, "def f():\n    n = 0\n    while True:\n        n += 1\n",
-               "trace", "--max-steps", "20")  # fmt: skip
+    done = cli(
+        tmp_path,
+        "def f():\n    n = 0\n    while True:\n        n += 1\n",
+        "trace",
+        "--max-steps",
+        "20",
+    )
     assert done.returncode == 1
     no_traceback(done)
     assert "returns None" not in done.stdout

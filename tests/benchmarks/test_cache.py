@@ -49,10 +49,23 @@ def server() -> Iterator[Server]:
             if parts.path == "/rows":
                 query = urllib.parse.parse_qs(parts.query)
                 offset, length = int(query["offset"][0]), int(query["length"][0])
-                rows = [{"row_idx": offset + i, "row": row, "truncated_cells": ["code"] if state.truncate else []}
-                        for i, row in enumerate(state.rows[offset : offset + min(length, 100)])]  # fmt: skip
-                body = json.dumps({"features": [], "rows": rows, "num_rows_total": len(state.rows),
-                                   "num_rows_per_page": 100, "partial": False}).encode()  # fmt: skip
+                rows = [
+                    {
+                        "row_idx": offset + i,
+                        "row": row,
+                        "truncated_cells": ["code"] if state.truncate else [],
+                    }
+                    for i, row in enumerate(state.rows[offset : offset + min(length, 100)])
+                ]
+                body = json.dumps(
+                    {
+                        "features": [],
+                        "rows": rows,
+                        "num_rows_total": len(state.rows),
+                        "num_rows_per_page": 100,
+                        "partial": False,
+                    }
+                ).encode()
             elif parts.path in state.files:
                 body = state.files[parts.path]
             else:

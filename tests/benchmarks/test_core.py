@@ -18,6 +18,7 @@ from codereasoner import benchmarks, values
 from codereasoner.benchmarks import cache, core
 from codereasoner.benchmarks.cache import DataUnavailable, Source
 from codereasoner.execution import Batch, Limits, Pool, TraceOptions, parse_call
+from codereasoner.tasks import Item
 from codereasoner.tasks.core_probe import CoreProbe, check_trace
 from codereasoner.trace import trace_batches
 from tests.conftest import SHARED_DATA
@@ -53,8 +54,10 @@ def test_every_record_loads_and_the_probe_policy_is_pinned() -> None:
     assert len({item.metadata["problem"] for item in items}) == 60
     # The null probe and the four probes no answer can match are skipped, each with its reason.
     skipped = core.skipped_probes(SHARED)
-    assert skipped == {"Fine/63_6#0": core.NULL_PROBE,
-                       **{key: why for key, (_, why) in core.EXCLUDED.items()}}  # fmt: skip
+    assert skipped == {
+        "Fine/63_6#0": core.NULL_PROBE,
+        **{key: why for key, (_, why) in core.EXCLUDED.items()},
+    }
     null = records[17]
     assert null["id"] == "Fine/63_6"
     assert (null["question"], null["ground_truth"], null["target_step_index"]) == (None,) * 3
@@ -104,7 +107,9 @@ def test_hidden_fields_never_reach_the_prompt_and_dimensions_follow_the_keywords
             assert record["reasoning"] not in text and record["complexity_type"] not in text
             assert f"Question: {record['question']}\n" in text
     # benchmarks.md 5.3: the keyword mapping gives A 56, L 145, S 177, B 91 on the 242 probes.
-    tally = Counter(d for r in records.values() if r["question"] for d in core.dimensions(r["complexity_type"]))  # fmt: skip
+    tally = Counter(
+        d for r in records.values() if r["question"] for d in core.dimensions(r["complexity_type"])
+    )
     assert tally == {"A": 56, "L": 145, "S": 177, "B": 91}
 
 
@@ -122,7 +127,7 @@ def test_every_recorded_output_is_reproduced_in_the_sandbox(pool: Pool) -> None:
     batches = []
     for record in records:
         entry = record["meta_data"]["func_name"]
-        program = core.program(benchmarks.Item("x", "core", "core_probe", record["source_code"], entry))  # fmt: skip
+        program = core.program(Item("x", "core", "core_probe", record["source_code"], entry))
         batches.append(Batch(program, [parse_call(f"{entry}({record['input']})")], LIMITS))
     wrong = []
     for record, (result,) in zip(records, pool.map(batches), strict=True):
@@ -188,14 +193,33 @@ def test_ground_truths_against_our_tracer(pool: Pool) -> None:
     tally = Counter(distance for distance in checks.values())
     assert (tally[0], len(checks)) == (215, 238)
     near = {key: value for key, value in checks.items() if value}
-    assert near == {"Fine/61_13#0": 1, "Fine/2819_0#0": 1, "Fine/3396_1#0": 1,
-                    "Fine/3446_8#0": 2, "Fine/3508_4#0": 3, "Fine/3446_8#2": 3}  # fmt: skip
+    assert near == {
+        "Fine/61_13#0": 1,
+        "Fine/2819_0#0": 1,
+        "Fine/3396_1#0": 1,
+        "Fine/3446_8#0": 2,
+        "Fine/3508_4#0": 3,
+        "Fine/3446_8#2": 3,
+    }
     assert {key for key, value in checks.items() if value is None} == {
-        "Fine/40_23#0", "Fine/40_21#0", "Fine/118_6#0", "Fine/3450_17#0", "Fine/2792_0#0",
-        "Fine/2792_4#0", "Fine/3353_12#0", "Fine/3353_0#0", "Fine/3372_13#0", "Fine/3600_7#0",
-        "Fine/40_3#0", "Fine/123_0#0", "Fine/3388_7#0", "Fine/3508_2#0", "Fine/119_6#0",
-        "Fine/2892_9#0", "Fine/3188_13#1",
-    }  # fmt: skip
+        "Fine/40_23#0",
+        "Fine/40_21#0",
+        "Fine/118_6#0",
+        "Fine/3450_17#0",
+        "Fine/2792_0#0",
+        "Fine/2792_4#0",
+        "Fine/3353_12#0",
+        "Fine/3353_0#0",
+        "Fine/3372_13#0",
+        "Fine/3600_7#0",
+        "Fine/40_3#0",
+        "Fine/123_0#0",
+        "Fine/3388_7#0",
+        "Fine/3508_2#0",
+        "Fine/119_6#0",
+        "Fine/2892_9#0",
+        "Fine/3188_13#1",
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -213,11 +237,18 @@ def test_fixture_outputs_group_implementations_and_find_entry_points() -> None:
     assert by_id["3034_2"].call == "Solution().numberOfPoints([[3, 6], [1, 5], [4, 7]])"
     assert (by_id["9001_0"].truth, by_id["9001_0"].truth_format) == ("true", "json")
     assert by_id["9001_0"].truth_value() is True
-    assert by_id["9001_0"].fields == {"code": by_id["9001_0"].program, "func_name": "in_order",
-                                      "x": "1, 2"}  # fmt: skip
+    assert by_id["9001_0"].fields == {
+        "code": by_id["9001_0"].program,
+        "func_name": "in_order",
+        "x": "1, 2",
+    }
     assert {item.metadata["family"] for item in items} == {
-        "OpenAI", "Claude", "Gemini", "DeepSeek", "Qwen"
-    }  # fmt: skip
+        "OpenAI",
+        "Claude",
+        "Gemini",
+        "DeepSeek",
+        "Qwen",
+    }
     both = benchmarks.get("core").load(FIXTURES)
     assert [item.task for item in both] == ["core_output"] * 12 + ["core_probe"] * 5
     assert core.git_blob(FIXTURES / "core_io.json") != core.GIT_BLOBS["core_io.json"]
@@ -279,18 +310,24 @@ def test_bad_records_fail_with_one_line_naming_file_record_and_field(
 
 def test_bad_files(tmp_path: Path) -> None:
     path = tmp_path / "core_io.json"
-    for text, message in (("{}", "expected a JSON list of records, got dict"),
-                          ("[1]", r"record 0: expected an object, got int"),
-                          ("[{]", "invalid JSON at line 1"),
-                          ('{"id": "a"}\n{"id": "b"}\n', r"record 0 \('a'\): missing field 'input'")):  # fmt: skip
+    for text, message in (
+        ("{}", "expected a JSON list of records, got dict"),
+        ("[1]", r"record 0: expected an object, got int"),
+        ("[{]", "invalid JSON at line 1"),
+        ('{"id": "a"}\n{"id": "b"}\n', r"record 0 \('a'\): missing field 'input'"),
+    ):
         path.write_text(text)
         with pytest.raises(DataUnavailable, match=message):
             core.load_outputs(path, "core")
 
 
 def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codereasoner", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "codereasoner", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_bad_data_exits_2_with_one_line(tmp_path: Path) -> None:
@@ -345,8 +382,12 @@ def server() -> Iterator[tuple[str, dict[str, bytes], list[str]]]:
 def test_first_use_downloads_both_files_with_checksums(server: tuple, tmp_path: Path) -> None:
     url, files, requests = server
     bench = benchmarks.get("core")
-    mirror = dataclasses.replace(bench, sources=tuple(
-        dataclasses.replace(source, url=f"{url}/{source.filename}") for source in bench.sources))  # fmt: skip
+    mirror = dataclasses.replace(
+        bench,
+        sources=tuple(
+            dataclasses.replace(source, url=f"{url}/{source.filename}") for source in bench.sources
+        ),
+    )
     assert len(mirror.load(cache=tmp_path)) == 12 + 238
     manifest = json.loads((tmp_path / "core" / cache.MANIFEST).read_text())
     assert (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codereasoner import benchmarks
+from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.livecodebench import BASE_IMPORTS
 from codereasoner.execution import Limits, Pool
@@ -23,7 +23,9 @@ def test_execution_items_are_ordered_by_sample_number() -> None:
     assert [item.id for item in items] == ["sample_0", "sample_1", "sample_2", "sample_10"]
     first = items[0]
     assert first.entry == "rankOf" and first.call == "rankOf(a = [5, 1, 3], x = 4)"
-    assert first.program.startswith(SITE_PACKAGES_PREAMBLE + BASE_IMPORTS) and first.program.endswith(first.fields["code"])
+    assert first.program.startswith(
+        SITE_PACKAGES_PREAMBLE + BASE_IMPORTS
+    ) and first.program.endswith(first.fields["code"])
     assert first.metadata["difficulty"] == "hard"
     assert items[2].metadata["contest_date"] == "2023-05-20T00:00:00"  # epoch milliseconds
 
@@ -45,11 +47,17 @@ def test_execution_grading(pool: Pool) -> None:
         "assert extremes(a = [4, 9, 2]) == extremes(a = [4, 9, 2])",  # copies the call: skipped
         "assert extremes(a = [4, 9, 2]) == (\n2, 9)",  # upstream keeps the first line only
     ]
-    answers = [bench.task.extract(text) for text in completions]
-    scores = run_plans(pool, [bench.task.plan(item, answers)], FAST)[0]
+    task = tasks.get(item.task)
+    assert task.name == "lcb_execution"
+    answers = [task.extract(item, text) for text in completions]
+    scores = run_plans(pool, [task.plan(item, answers)], FAST)[0]
     assert [(s.correct, s.skipped) for s in scores] == [
-        (True, False), (False, False), (True, False), (False, True), (False, False),
-    ]  # fmt: skip
+        (True, False),
+        (False, False),
+        (True, False),
+        (False, True),
+        (False, False),
+    ]
 
 
 def test_test_output_items() -> None:
@@ -59,7 +67,7 @@ def test_test_output_items() -> None:
     assert same.fields["testcase_args"] == '"ab", "ab"'  # one argument per input line
     assert same.call == 'isSame("ab", "ab")' and same.truth == "true" and same.truth_value() is True
     assert items[1].truth == "[2, 4, 6]"  # test[0] only
-    prompt = benchmarks.get("lcb-test-output").task.prompt(same)
+    prompt = tasks.get(same.task).prompt(same)
     assert prompt.startswith(
         "Problem:\nReturn true when a equals b.Function:\n```\nclass Solution:"
     )
@@ -93,7 +101,8 @@ def test_test_output_grading(pool: Pool) -> None:
     for grading in ("official", "strict"):
         column = 2 if grading == "official" else 3
         plans = [
-            bench.task.plan(item, [bench.task.extract(text)], grading) for item, text, *_ in cases
+            tasks.get(item.task).plan(item, [tasks.get(item.task).extract(item, text)], grading)
+            for item, text, *_ in cases
         ]
         got = [scores[0].correct for scores in run_plans(pool, plans, FAST)]
         assert got == [case[column] for case in cases], grading
@@ -102,11 +111,12 @@ def test_test_output_grading(pool: Pool) -> None:
 def test_test_output_extraction_failure_is_a_scored_failure() -> None:
     bench = benchmarks.get("lcb-test-output")
     item = bench.load(FIXTURES)[0]
-    answer = bench.task.extract("I cannot tell.")
+    task = tasks.get(item.task)
+    answer = task.extract(item, "I cannot tell.")
     assert isinstance(answer, ParseFailure)
-    score = bench.task.score(item, answer)
+    score = task.score(item, answer)
     assert (score.correct, score.reason) == (False, Reason.NO_ANSWER)
-    assert bench.task.score(item, Answer("assert isSame('ab', 'ab') == True")).correct
+    assert task.score(item, Answer("assert isSame('ab', 'ab') == True")).correct
 
 
 def write_rows(path: Path, rows: list[dict]) -> Path:
@@ -140,3 +150,15 @@ def test_loader_errors_name_the_record(tmp_path: Path) -> None:
     write_rows(tmp_path / "execution-v2.jsonl", execution[:2])
     with pytest.raises(DataUnavailable, match=r"execution-v2.jsonl:2: missing field 'code'"):
         benchmarks.get("lcb-execution").load(tmp_path)
+
+
+def test_execution_gold_outputs_are_decontamination_strings() -> None:
+    """A synthesized case that copies a LiveCodeBench answer is benchmark content too."""
+    from codereasoner.benchmarks.programs import load_benchmark_programs
+
+    loaded = load_benchmark_programs(FIXTURES, names=["lcb-execution"])
+    items = benchmarks.get("lcb-execution").load(FIXTURES)
+    strings = {text for program in loaded.programs for text in program.strings}
+    assert loaded.checked == ["lcb-execution"]
+    assert {item.truth for item in items} <= strings
+    assert {item.call for item in items} <= strings

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codereasoner import benchmarks, values
+from codereasoner import benchmarks, tasks, values
 from codereasoner.benchmarks import reval
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.reval_programs import CASE_ENTRY, pair_program
@@ -28,7 +28,6 @@ from codereasoner.benchmarks.reval_truth import (
 )
 from codereasoner.execution import Call, Pool, Program
 from codereasoner.tasks import Answer, Item, run_plans, template_sources
-from codereasoner.tasks.reval_tasks import RevalTasks
 from codereasoner.trace import trace_batches, trace_call
 from tests.conftest import SHARED_DATA
 
@@ -58,9 +57,16 @@ def test_fixture_items_and_ids(fixture_items: dict[str, Item]) -> None:
     assert len(fixture_items) == 65 and kinds.count("output") == 5
     assert {kinds.count(kind) for kind in ("coverage", "state", "path")} == {20}
     item = fixture_items["DREval/2/1/12/state"]
-    assert item.metadata == {"task_id": "DREval/2", "input_idx": 1, "source": "classeval",
-                             "test_class": "CounterTestReset", "lineno": 12,
-                             "var": "self.count", "question": 2, "origin": "probe"}  # fmt: skip
+    assert item.metadata == {
+        "task_id": "DREval/2",
+        "input_idx": 1,
+        "source": "classeval",
+        "test_class": "CounterTestReset",
+        "lineno": 12,
+        "var": "self.count",
+        "question": 2,
+        "origin": "probe",
+    }
 
 
 # Expected answers worked out by hand from the fixture programs (tests/fixtures/reval). Line
@@ -133,9 +139,11 @@ def test_prompt_fields(fixture_items: dict[str, Item]) -> None:
     coverage = fixture_items["DREval/2/0/7/coverage"].fields
     path = fixture_items["DREval/2/0/7/path"].fields
     setup = "\n# setup code executed previously\n"
-    assert coverage["invocation"] == (f"{setup}        self.counter = Counter(10)\n# \n"
-                                      "assertEqual(self.counter.add(5), 15)\n"
-                                      "assertEqual(self.counter.add(2), 17)")  # fmt: skip
+    assert coverage["invocation"] == (
+        f"{setup}        self.counter = Counter(10)\n# \n"
+        "assertEqual(self.counter.add(5), 15)\n"
+        "assertEqual(self.counter.add(2), 17)"
+    )
     assert path["invocation"] == coverage["invocation"].replace(setup, setup + "# ")
     assert coverage["invocation_abbr"] == "the above test code"
     assert coverage["codeline"] == "        self.count += n" and path["code"].startswith("class")
@@ -146,8 +154,10 @@ def test_prompt_fields(fixture_items: dict[str, Item]) -> None:
     assert human["invocation"] == human["invocation_abbr"] == "running_max([3, 1, 4])"
     assert fixture_items["DREval/0/0/9/coverage"].fields["code"].startswith("from typing")
     output = fixture_items["DREval/2/1/output"].fields["invocation"]
-    assert output == ("\n# Test code starts here. Only write the completed test code in your "
-                      "answer.\ncounter = Counter(3)\ncounter.reset()\nassertEqual(0, ??)")  # fmt: skip
+    assert output == (
+        "\n# Test code starts here. Only write the completed test code in your "
+        "answer.\ncounter = Counter(3)\ncounter.reset()\nassertEqual(0, ??)"
+    )
     assert fixture_items["DREval/0/1/output"].fields["invocation"] == (
         "\nassert running_max([]) == ??"
     )
@@ -156,9 +166,11 @@ def test_prompt_fields(fixture_items: dict[str, Item]) -> None:
 def test_reference_answers_pass_official_grading(
     fixture_items: dict[str, Item], pool: Pool
 ) -> None:
-    tasks = RevalTasks()
     outputs = [item for item in fixture_items.values() if item.task == "output"]
-    plans = [tasks.plan(item, [Answer(item.truth), Answer("assert False")]) for item in outputs]
+    plans = [
+        tasks.get(item.task).plan(item, [Answer(item.truth), Answer("assert False")])
+        for item in outputs
+    ]
     results = run_plans(pool, plans)
     assert [[score.correct for score in scores] for scores in results] == [[True, False]] * 5
 
@@ -168,8 +180,13 @@ def test_ground_truth_is_cached(pool: Pool, tmp_path: Path) -> None:
     (cached,) = list((tmp_path / "reval").glob("truth-*.json"))
     stamp = cached.stat().st_mtime_ns
     data = json.loads(cached.read_text())
-    assert set(data["pairs"]) == {"DREval/0/0", "DREval/0/1", "DREval/1/0", "DREval/2/0",
-                                  "DREval/2/1"}  # fmt: skip
+    assert set(data["pairs"]) == {
+        "DREval/0/0",
+        "DREval/0/1",
+        "DREval/1/0",
+        "DREval/2/0",
+        "DREval/2/1",
+    }
     # A second load reads the cache: no pool is given and none is started.
     again = reval.load(paths(FIXTURES), cache=tmp_path)
     assert again == first and cached.stat().st_mtime_ns == stamp
@@ -235,10 +252,23 @@ def test_bad_data_exits_2_from_the_cli(tmp_path: Path) -> None:
     generations = tmp_path / "g.jsonl"
     generations.write_text('{"id": "DREval/0/0/9/coverage", "sample": 0, "answer": "YES"}\n')
     done = subprocess.run(
-        [sys.executable, "-m", "codereasoner", "score", "--bench", "reval", "-g", generations,
-         "--data-dir", folder], capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "codereasoner",
+            "score",
+            "--bench",
+            "reval",
+            "-g",
+            generations,
+            "--data-dir",
+            folder,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "CODEREASONER_CACHE": str(tmp_path / "cache")},
-    )  # fmt: skip
+    )
     assert done.returncode == 2
     assert "DREval_tasks.jsonl:1: field 'idx' is 7" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
@@ -252,8 +282,10 @@ def test_a_failing_reference_run_is_a_one_line_error(pool: Pool, tmp_path: Path)
     with pytest.raises(DataUnavailable) as caught:
         reval.load(paths(folder), pool=pool, cache=tmp_path / "cache")
     message = str(caught.value)
-    assert message.startswith("REval ground truth: DREval/1/0: the reference run failed: error: "
-                              "ModuleNotFoundError: No module named 'no_such_module_here'")  # fmt: skip
+    assert message.startswith(
+        "REval ground truth: DREval/1/0: the reference run failed: error: "
+        "ModuleNotFoundError: No module named 'no_such_module_here'"
+    )
     assert "make system-deps" in message and "\n" not in message
 
 
@@ -263,8 +295,11 @@ def test_registry_and_sources() -> None:
     assert [source.filename for source in bench.sources] == list(paths(FIXTURES))
     assert all(source.sha256 and reval.COMMIT in source.url for source in bench.sources)
     sources = template_sources()
-    names = [f"reval/{style}_{kind}.txt" for style in ("direct", "cot")
-             for kind in ("coverage", "state", "path", "output")]  # fmt: skip
+    names = [
+        f"reval/{style}_{kind}.txt"
+        for style in ("direct", "cot")
+        for kind in ("coverage", "state", "path", "output")
+    ]
     assert all(sources[name]["repository"] == "r-eval/REval" for name in names)
 
 
@@ -344,8 +379,10 @@ def test_full_ground_truth_sample_by_hand(full: dict[str, Item]) -> None:
 @NEEDS_SHARED
 def test_full_traced_outputs_equal_the_recorded_outputs(full: dict[str, Item]) -> None:
     """Every HumanEval pair's traced return value equals the data's ``outputs`` entry."""
-    rows = {json.loads(line)["task_id"]: json.loads(line)
-            for line in (SHARED / "DREval_data.jsonl").read_text().splitlines()}  # fmt: skip
+    rows = {
+        json.loads(line)["task_id"]: json.loads(line)
+        for line in (SHARED / "DREval_data.jsonl").read_text().splitlines()
+    }
     checked = 0
     for item in full.values():
         if item.task == "output" and item.metadata["source"] == "humaneval":
@@ -369,9 +406,14 @@ def test_full_output_subsets(full: dict[str, Item]) -> None:
     leaks = [item.metadata["task_id"] for item in outputs if item.metadata["leak"]]
     assert len(leaks) == 20
     assert {name: leaks.count(name) for name in set(leaks)} == {
-        "DREval/85": 5, "DREval/96": 3, "DREval/114": 4, "DREval/123": 2, "DREval/129": 2,
-        "DREval/132": 3, "DREval/139": 1,
-    }  # fmt: skip
+        "DREval/85": 5,
+        "DREval/96": 3,
+        "DREval/114": 4,
+        "DREval/123": 2,
+        "DREval/129": 2,
+        "DREval/132": 3,
+        "DREval/139": 1,
+    }
     assert sum(bool(item.metadata["bool_assert"]) for item in outputs) == 17
 
 
@@ -379,11 +421,15 @@ def test_full_output_subsets(full: dict[str, Item]) -> None:
 def test_full_reference_answers_pass(full: dict[str, Item], pool: Pool) -> None:
     """Every output question, completed with its reference answer, passes official grading in
     the sandbox (HumanEval exec, ClassEval setUp + self.assert rewrite)."""
-    tasks = RevalTasks()
     outputs = [item for item in full.values() if item.task == "output"]
-    results = run_plans(pool, [tasks.plan(item, [Answer(item.truth)]) for item in outputs])
-    failed = [(item.id, scores[0].detail) for item, scores in zip(outputs, results, strict=True)
-              if not scores[0].correct]  # fmt: skip
+    results = run_plans(
+        pool, [tasks.get(item.task).plan(item, [Answer(item.truth)]) for item in outputs]
+    )
+    failed = [
+        (item.id, scores[0].detail)
+        for item, scores in zip(outputs, results, strict=True)
+        if not scores[0].correct
+    ]
     assert not failed
 
 
@@ -401,8 +447,11 @@ def test_full_states_match_an_independent_recorder(pool: Pool) -> None:
         states = reval_states(traced.trace)
         truths.append(from_trace(pair, traced))
         sequences.append(list(states.lines))
-        asked = {number: [var, [e for e in states.after_events(line) if e is not None]]
-                 for number, (line, var) in enumerate(pair.questions) if states.coverage(line)}  # fmt: skip
+        asked = {
+            number: [var, [e for e in states.after_events(line) if e is not None]]
+            for number, (line, var) in enumerate(pair.questions)
+            if states.coverage(line)
+        }
         jobs.append((pair, probe_plan(pair, asked, True)))
     compared = 0
     for (pair, _), found, truth, sequence in zip(

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from codereasoner import benchmarks
+from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks import reval
 from codereasoner.evaluation import score
 from codereasoner.evaluation.reports import core_report, pass_report, reval_report
@@ -22,7 +22,6 @@ from codereasoner.evaluation.store import connect
 from codereasoner.execution import Pool
 from codereasoner.models.base import Sampling, prompt_hash
 from codereasoner.tasks import Answer, Extracted, Extraction, Grading, Item, Score, Style
-from codereasoner.tasks.reval_tasks import RevalTasks
 
 SAMPLING = Sampling(temperature=0.2, top_p=0.95, max_tokens=256)
 CREATED = 1_790_000_000.0  # fixed, so that reports of these stores are reproducible
@@ -33,10 +32,18 @@ def new_store(
 ) -> sqlite3.Connection:
     """A fresh store with its ``run`` row (status ``done``; ``n`` samples per item at most)."""
     connection = connect(run_dir / "run.sqlite", create=True)
-    config = {"benchmarks": list(benches), "n": n, "sampling": json.loads(SAMPLING.key()),
-              "style": "direct", "extraction": "official", "grading": "official"}  # fmt: skip
-    connection.execute("INSERT INTO run VALUES (?, ?, ?, ?, ?, 'done', '')",
-                       (run_id, model, CREATED, CREATED + 60, json.dumps(config)))  # fmt: skip
+    config = {
+        "benchmarks": list(benches),
+        "n": n,
+        "sampling": json.loads(SAMPLING.key()),
+        "style": "direct",
+        "extraction": "official",
+        "grading": "official",
+    }
+    connection.execute(
+        "INSERT INTO run VALUES (?, ?, ?, ?, ?, 'done', '')",
+        (run_id, model, CREATED, CREATED + 60, json.dumps(config)),
+    )
     connection.commit()
     return connection
 
@@ -53,14 +60,22 @@ def _store_samples(
 ) -> None:
     for item in items:
         hashed = prompt_hash(prompts[item.id])
-        connection.execute("INSERT OR IGNORE INTO prompts VALUES (?, ?, 0, NULL)",
-                           (hashed, prompts[item.id]))  # fmt: skip
+        connection.execute(
+            "INSERT OR IGNORE INTO prompts VALUES (?, ?, 0, NULL)", (hashed, prompts[item.id])
+        )
         category = str(item.metadata.get(category_key, item.task or "?"))
         connection.execute(
             "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (bench_name, item.id, item.task, hashed, item.truth, category,
-             json.dumps(dict(item.metadata), default=str)),
-        )  # fmt: skip
+            (
+                bench_name,
+                item.id,
+                item.task,
+                hashed,
+                item.truth,
+                category,
+                json.dumps(dict(item.metadata), default=str),
+            ),
+        )
         for sample, text in enumerate(texts[item.id]):
             connection.execute(
                 "INSERT INTO completions VALUES (?, ?, ?, ?, ?, 'stop', NULL, NULL, 0.5, ?)",
@@ -69,14 +84,23 @@ def _store_samples(
         for verdict in scores[item.id]:
             connection.execute(
                 "INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (bench_name, item.id, verdict.sample, verdict.answer, int(verdict.correct),
-                 verdict.reason.value, verdict.detail, int(verdict.skipped)),
-            )  # fmt: skip
+                (
+                    bench_name,
+                    item.id,
+                    verdict.sample,
+                    verdict.answer,
+                    int(verdict.correct),
+                    verdict.reason.value,
+                    verdict.detail,
+                    int(verdict.skipped),
+                ),
+            )
 
 
 def _result(connection: sqlite3.Connection, bench_name: str, report: dict[str, Any]) -> None:
-    connection.execute("INSERT INTO results VALUES (?, ?, ?)",
-                       (bench_name, json.dumps(report), CREATED + 30))  # fmt: skip
+    connection.execute(
+        "INSERT INTO results VALUES (?, ?, ?)", (bench_name, json.dumps(report), CREATED + 30)
+    )
     connection.commit()
 
 
@@ -96,15 +120,20 @@ def add_official(
     bench = benchmarks.get(bench_name)
     items = bench.load(data_dir)[:limit]
     raw = json.loads(generations.read_text())
-    texts = {item.id: [replace[item.id]] * len(raw[item.id]) if replace and item.id in replace
-             else list(raw[item.id]) for item in items}  # fmt: skip
+    texts = {
+        item.id: [replace[item.id]] * len(raw[item.id])
+        if replace and item.id in replace
+        else list(raw[item.id])
+        for item in items
+    }
     answers: dict[str, list[Extracted]] = {key: [Answer(t) for t in v] for key, v in texts.items()}
     ks = [1, 5] if min(len(v) for v in texts.values()) >= 5 else [1]
     scored = score(bench, items, answers, pool)
-    prompts = {item.id: bench.task.prompt(item) for item in items}
-    _store_samples(connection, model, bench_name, items, prompts, texts, bench.breakdown,
-                   scored.scores)  # fmt: skip
-    report = pass_report(scored, None, ks, str(generations), "official", 0.0)
+    prompts = {item.id: tasks.get(item.task).prompt(item) for item in items}
+    _store_samples(
+        connection, model, bench_name, items, prompts, texts, bench.breakdown, scored.scores
+    )
+    report = pass_report(scored, None, ks, str(generations), "official", 0.0).to_dict()
     _result(connection, bench_name, report)
     return report
 
@@ -125,12 +154,20 @@ def add_core(
         record = json.loads(line)
         text = "I cannot tell." if record["id"] in unsure else record["completion"]
         texts.setdefault(record["id"], []).append(text)
-    answers = {key: [bench.task.extract(text) for text in value] for key, value in texts.items()}
+    by_id = {item.id: item for item in items}
+    answers = {
+        key: [
+            tasks.get(by_id[key].task).extract(by_id[key], text, "direct", Extraction.ROBUST)
+            for text in value
+        ]
+        for key, value in texts.items()
+    }
     project = score(bench, items, answers, None, grading=Grading.STRICT)
-    prompts = {item.id: bench.task.prompt(item) for item in items}
-    _store_samples(connection, model, "core", items, prompts, texts, bench.breakdown,
-                   project.scores)  # fmt: skip
-    report = core_report(bench, items, answers, str(generations), "jsonl")
+    prompts = {item.id: tasks.get(item.task).prompt(item) for item in items}
+    _store_samples(
+        connection, model, "core", items, prompts, texts, bench.breakdown, project.scores
+    )
+    report = core_report(bench, items, answers, str(generations), "jsonl").to_dict()
     _result(connection, "core", report)
     return report
 
@@ -144,15 +181,28 @@ def add_reval(
     connection: sqlite3.Connection, model: str, items: Sequence[Item], pool: Pool, right: int
 ) -> dict[str, Any]:
     """Answer every ``right``-th REval question with its gold text, the rest with nonsense."""
-    tasks = RevalTasks()
-    texts = {item.id: [item.truth if index % right == 0 else "I am not sure."]
-             for index, item in enumerate(items)}  # fmt: skip
-    answers = {item.id: [tasks.extract_for(item, text, Style.DIRECT, Extraction.OFFICIAL)
-                         for text in texts[item.id]] for item in items}  # fmt: skip
+    texts = {
+        item.id: [item.truth if index % right == 0 else "I am not sure."]
+        for index, item in enumerate(items)
+    }
+    answers = {
+        item.id: [
+            tasks.get(item.task).extract(item, text, Style.DIRECT, Extraction.OFFICIAL)
+            for text in texts[item.id]
+        ]
+        for item in items
+    }
     scored = score_reval(items, answers, pool)
-    prompts = {item.id: tasks.prompt(item) for item in items}
+    prompts = {item.id: tasks.get(item.task).prompt(item) for item in items}
     _store_samples(connection, model, "reval", items, prompts, texts, "kind", scored.scores)
-    report = reval_report(scored, {}, Style.DIRECT, Extraction.OFFICIAL)
-    report.update(generations="built by the test", format="jsonl", wall_s=0.0)
+    report = reval_report(
+        benchmarks.get("reval"),
+        scored,
+        {},
+        Style.DIRECT,
+        Extraction.OFFICIAL,
+        generations="built by the test",
+        fmt="jsonl",
+    ).to_dict()
     _result(connection, "reval", report)
     return report

@@ -19,8 +19,11 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "core"
 
 def outputs(problem: str, impls: dict[str, str], family: str = "OpenAI") -> list[OutputOutcome]:
     """``{"a": "TTF"}``: implementation a's three tests, right, right, wrong."""
-    return [OutputOutcome(problem, f"{problem}/{name}", family, flag == "T")
-            for name, flags in impls.items() for flag in flags]  # fmt: skip
+    return [
+        OutputOutcome(problem, f"{problem}/{name}", family, flag == "T")
+        for name, flags in impls.items()
+        for flag in flags
+    ]
 
 
 def probes(problem: str, flags: str, dims: tuple[str, ...] = ()) -> list[ProbeOutcome]:
@@ -29,10 +32,12 @@ def probes(problem: str, flags: str, dims: tuple[str, ...] = ()) -> list[ProbeOu
 
 def test_problem_scores_by_hand() -> None:
     scores = cm.problem_scores(
-        outputs("p1", {"a": "TTT", "b": "TFT"}) + outputs("p2", {"a": "TT"})
-        + outputs("p3", {"a": "T", "b": "T", "c": "T"}) + outputs("p4", {"a": "FF"}),
+        outputs("p1", {"a": "TTT", "b": "TFT"})
+        + outputs("p2", {"a": "TT"})
+        + outputs("p3", {"a": "T", "b": "T", "c": "T"})
+        + outputs("p4", {"a": "FF"}),
         probes("p1", "TFTT") + probes("p2", "TT") + probes("p3", "TF") + probes("p5", "T"),
-    )  # fmt: skip
+    )
     p1 = scores["p1"]
     # p1: one wrong pair -> I 0; impls all right: a only -> Is 1/2; pairs 5/6; probes 3/4.
     assert (p1.I, p1.Is, p1.Is_pairs, p1.Ws, p1.W, p1.RCS) == (0, 0.5, 5 / 6, 0.75, 0, 0)
@@ -74,18 +79,26 @@ def test_cons_paper_is_one_minus_i_when_no_problem_is_fully_transparent() -> Non
 
 
 def test_dimension_and_family_tables() -> None:
-    pro = (probes("p", "T", ("A", "S")) + probes("p", "F", ("S",)) + probes("p", "T")
-           + probes("q", "TF", ("L",)))  # fmt: skip
+    pro = (
+        probes("p", "T", ("A", "S"))
+        + probes("p", "F", ("S",))
+        + probes("p", "T")
+        + probes("q", "TF", ("L",))
+    )
     # A: 1/1; L: 1/2; S: 1/2 (memberships counted per dimension); no dimension: 1/1
     assert cm.dimension_ws(pro) == {
-        "A": {"probes": 1, "Ws": 100.0}, "L": {"probes": 2, "Ws": 50.0},
-        "S": {"probes": 2, "Ws": 50.0}, "none": {"probes": 1, "Ws": 100.0},
-    }  # fmt: skip
+        "A": {"probes": 1, "Ws": 100.0},
+        "L": {"probes": 2, "Ws": 50.0},
+        "S": {"probes": 2, "Ws": 50.0},
+        "none": {"probes": 1, "Ws": 100.0},
+    }
     out = outputs("p", {"a": "TT", "b": "TF"}, "OpenAI") + outputs("q", {"a": "F"}, "Qwen")
     out += outputs("q", {"b": "TT"}, "OpenAI")
     # OpenAI: p/a all right, p/b not, q/b all right -> 2/3; Qwen: q/a wrong -> 0/1
-    assert cm.family_is(out) == {"OpenAI": {"implementations": 3, "Is": pytest.approx(200 / 3)},
-                                 "Qwen": {"implementations": 1, "Is": 0.0}}  # fmt: skip
+    assert cm.family_is(out) == {
+        "OpenAI": {"implementations": 3, "Is": pytest.approx(200 / 3)},
+        "Qwen": {"implementations": 1, "Is": 0.0},
+    }
 
 
 def _score(item_id: str, sample: int, correct: bool) -> Score:
@@ -111,10 +124,23 @@ def test_runs_are_scored_alone_then_averaged() -> None:
 
 def test_score_cli_on_the_fixture_generations() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "codereasoner", "score", "--bench", "core", "--generations",
-         str(FIXTURES / "generations.jsonl"), "--data-dir", str(FIXTURES), "--json"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "codereasoner",
+            "score",
+            "--bench",
+            "core",
+            "--generations",
+            str(FIXTURES / "generations.jsonl"),
+            "--data-dir",
+            str(FIXTURES),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert (report["items"], report["samples"], report["format"]) == (17, 34, "jsonl")
@@ -130,8 +156,16 @@ def test_score_cli_on_the_fixture_generations() -> None:
     # Project, run 1: I (0, 1, 0), Is (1/2, 1, 0), pairs (5/6, 1, 1/2), Ws (1/2, 1, 1), W (0, 1, 1)
     #   -> I 33.33, Is 50, pairs 77.78, Ws 83.33, W 66.67, RCS (0 + 1 + 0)/3 = 33.33,
     #   Cons_paper 1 - (0 + 0 + 1)/3 = 0.6667, Cons_text 1 - (0.25 + 0 + 1)/3 = 0.5833.
-    expected = {"I": 50.0, "Is": 200 / 3, "Is_pairs": (11 / 4 + 7 / 3) / 6 * 100, "W": 50.0,
-                "Ws": 200 / 3, "RCS": 100 / 3, "Cons_paper": 2 / 3, "Cons_text": 1 - 1.25 / 3}  # fmt: skip
+    expected = {
+        "I": 50.0,
+        "Is": 200 / 3,
+        "Is_pairs": (11 / 4 + 7 / 3) / 6 * 100,
+        "W": 50.0,
+        "Ws": 200 / 3,
+        "RCS": 100 / 3,
+        "Cons_paper": 2 / 3,
+        "Cons_text": 1 - 1.25 / 3,
+    }
     for name, value in expected.items():
         assert project["mean"][name] == pytest.approx(value), name
     assert project["reasons"] == {"correct": 28, "wrong_value": 5, "no_answer": 1}
@@ -141,9 +175,16 @@ def test_score_cli_on_the_fixture_generations() -> None:
     # above. RCS: run 0 (1 + 0 + 0)/3, run 1 0 -> 16.67. Cons_paper: run 0 1 - 0 = 1, run 1
     # 1 - (0 + 1 + 1)/3 = 1/3 -> 0.6667. Cons_text: run 0 1 - (0 + 0.25 + 0)/3, run 1
     # 1 - (0.25 + 1 + 1)/3 -> (0.9167 + 0.25)/2 = 0.5833.
-    expected = {"I": 50 / 3, "Is": (0.5 + 1 / 3) / 2 * 100, "Is_pairs": (1.75 / 3 + (5 / 6 + 0.75) / 3) / 2 * 100,
-                "W": 50.0, "Ws": 200 / 3, "RCS": 50 / 3, "Cons_paper": 2 / 3,
-                "Cons_text": (1 - 0.25 / 3 + 1 - 2.25 / 3) / 2}  # fmt: skip
+    expected = {
+        "I": 50 / 3,
+        "Is": (0.5 + 1 / 3) / 2 * 100,
+        "Is_pairs": (1.75 / 3 + (5 / 6 + 0.75) / 3) / 2 * 100,
+        "W": 50.0,
+        "Ws": 200 / 3,
+        "RCS": 50 / 3,
+        "Cons_paper": 2 / 3,
+        "Cons_text": (1 - 0.25 / 3 + 1 - 2.25 / 3) / 2,
+    }
     for name, value in expected.items():
         assert ancestor["mean"][name] == pytest.approx(value), name
     assert ancestor["reasons"] == {"correct": 24, "wrong_value": 5, "bad_truth": 4, "no_answer": 1}
@@ -154,11 +195,23 @@ def test_score_cli_on_the_fixture_generations() -> None:
 
 
 def test_score_cli_text_output_for_probes_alone(tmp_path: Path) -> None:
-    lines = [line for line in (FIXTURES / "generations.jsonl").read_text().splitlines()
-             if '"Fine/' in line]  # fmt: skip
+    lines = [
+        line
+        for line in (FIXTURES / "generations.jsonl").read_text().splitlines()
+        if '"Fine/' in line
+    ]
     (tmp_path / "probes.jsonl").write_text("\n".join(lines) + "\n")
-    args = [sys.executable, "-m", "codereasoner", "score", "--bench", "core-probe", "--data-dir",
-            str(FIXTURES), "--generations"]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "codereasoner",
+        "score",
+        "--bench",
+        "core-probe",
+        "--data-dir",
+        str(FIXTURES),
+        "--generations",
+    ]
     done = subprocess.run([*args, str(tmp_path / "probes.jsonl")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "core-probe: 5 items, 10 samples, 2 run(s)" in done.stdout
@@ -177,10 +230,22 @@ def test_score_cli_needs_as_many_runs_for_every_item(tmp_path: Path) -> None:
     lines = (FIXTURES / "generations.jsonl").read_text().splitlines()
     (tmp_path / "g.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # Fine/9001_1#0: 1 sample
     done = subprocess.run(
-        [sys.executable, "-m", "codereasoner", "score", "--bench", "core", "--generations",
-         str(tmp_path / "g.jsonl"), "--data-dir", str(FIXTURES)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "codereasoner",
+            "score",
+            "--bench",
+            "core",
+            "--generations",
+            str(tmp_path / "g.jsonl"),
+            "--data-dir",
+            str(FIXTURES),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert "same number of samples per item; 'Fine/9001_1#0' has 1" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from codereasoner import benchmarks
+from codereasoner import benchmarks, tasks
 from codereasoner.evaluation import GenerationsError, read_generations
-from codereasoner.tasks import Answer, ParseFailure
+from codereasoner.tasks import Answer, Item, ParseFailure
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cruxeval"
 BENCH = benchmarks.get("cruxeval-o")
@@ -17,8 +17,8 @@ ITEMS = BENCH.load(FIXTURES)
 IDS = [item.id for item in ITEMS]
 
 
-def robust(text: str) -> Answer | ParseFailure:
-    return BENCH.task.extract(text, "direct", "robust")
+def robust(item: Item, text: str) -> Answer | ParseFailure:
+    return tasks.get(item.task).extract(item, text, "direct", "robust")
 
 
 def write(tmp_path: Path, text: str, name: str = "gens.json") -> Path:

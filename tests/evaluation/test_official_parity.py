@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from codereasoner import benchmarks
+from codereasoner import benchmarks, tasks
 from codereasoner.evaluation import read_generations, score
 from codereasoner.execution import Pool
-from codereasoner.tasks import OFFICIAL_LIMITS
+from codereasoner.tasks import OFFICIAL_LIMITS, Extracted, Item
 from tests.conftest import SHARED_DATA
 
 DATA = SHARED_DATA / "cruxeval"
@@ -22,13 +22,17 @@ PUBLISHED = {
 }
 
 
+def extract(item: Item, text: str) -> Extracted:
+    return tasks.get(item.task).extract(item, text)
+
+
 @pytest.mark.skipif(not SAMPLES.exists(), reason="shared CRUXEval samples not present")
 @pytest.mark.parametrize("mode", ["output", "input"])
 def test_official_scores_and_verdicts(pool: Pool, mode: str) -> None:
     bench = benchmarks.get("cruxeval-o" if mode == "output" else "cruxeval-i")
     items = bench.load(DATA)
     path = SAMPLES / f"sample_codellama-7b_temp0.2_{mode}_generations.json"
-    fmt, answers = read_generations(path, items, bench.task.extract)
+    fmt, answers = read_generations(path, items, extract)
     assert fmt == "official"
     scored = score(bench, items, answers, pool, limits=OFFICIAL_LIMITS)
     numbers = scored.pass_at([1, 5])

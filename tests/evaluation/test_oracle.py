@@ -22,8 +22,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DATA = SHARED_DATA if (SHARED_DATA / "cruxeval").is_dir() else FIXTURES
 
 
-def _run(tmp: Path, pool: Pool, names: tuple[str, ...], data: Path, **options: object
-         ) -> RunSummary:  # fmt: skip
+def _run(
+    tmp: Path, pool: Pool, names: tuple[str, ...], data: Path, **options: object
+) -> RunSummary:
     settings = RunSettings(names, data_dir=data, **options)  # type: ignore[arg-type]
     with Runner(tmp, OracleBackend(), settings, pool_factory=lambda: pool) as runner:
         return runner.run()
@@ -73,7 +74,8 @@ def test_core_every_kind_and_style(tmp_path: Path, pool: Pool, style: str) -> No
     _assert_perfect(summary)
     project = summary.reports["core"]["variants"]["project"]["mean"]
     assert {key: project[key] for key in ("I", "Is", "W", "Ws", "RCS")} == dict.fromkeys(
-        ("I", "Is", "W", "Ws", "RCS"), 100.0)  # fmt: skip
+        ("I", "Is", "W", "Ws", "RCS"), 100.0
+    )
 
 
 def test_core_probes_of_the_full_release(tmp_path: Path, pool: Pool) -> None:
@@ -90,7 +92,11 @@ def test_reval_every_kind(tmp_path: Path, pool: Pool, style: str) -> None:
     _assert_perfect(summary)
     report = summary.reports["reval"]
     assert (report["coverage"]["acc"], report["state"], report["path"], report["output"]) == (
-        1.0, 1.0, 1.0, 1.0)  # fmt: skip
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+    )
     assert report["consistency"] == 100.0
 
 
@@ -125,8 +131,14 @@ def test_reval_misses_are_reported_not_dropped(tmp_path: Path, pool: Pool) -> No
 
 
 def test_an_unstateable_truth_becomes_a_labelled_completion() -> None:
-    item = Item("x/state", "reval", "state", program="x = 1", truth='[["bs4.Tag", null]]',
-                truth_format="json")  # fmt: skip
+    item = Item(
+        "x/state",
+        "reval",
+        "state",
+        program="x = 1",
+        truth='[["bs4.Tag", null]]',
+        truth_format="json",
+    )
     with pytest.raises(NoOracleAnswer, match=r"bs4\.Tag"):
         oracle_completion(item, "direct")
     completion = answer(Request("prompt", item=item, task="reval", style="direct"))
@@ -134,8 +146,14 @@ def test_an_unstateable_truth_becomes_a_labelled_completion() -> None:
 
 
 def test_the_oracle_obeys_stop_sequences() -> None:
-    item = Item("i", "cruxeval-o", "output_prediction", program="def f(x):\n    return x",
-                call="f(1)", truth="1")  # fmt: skip
+    item = Item(
+        "i",
+        "cruxeval-o",
+        "output_prediction",
+        program="def f(x):\n    return x",
+        call="f(1)",
+        truth="1",
+    )
     stopped = answer(
         Request("p", item=item, style="direct", sampling=Sampling(stop=("[/ANSWER]",)))
     )

@@ -55,12 +55,24 @@ def built(pool: Pool, tmp_path_factory: pytest.TempPathFactory) -> Built:
         connection = new_store(root / folder, model, folder, ["cruxeval-o", "core", "reval"])
         crux = FIXTURES / "cruxeval"
         reports[folder] = {
-            "cruxeval-o": add_official(connection, model, "cruxeval-o", crux,
-                                       crux / "output_generations.json", pool, replace=replace),
-            "core": add_core(connection, model, FIXTURES / "core",
-                             FIXTURES / "core" / "generations.jsonl", unsure),
+            "cruxeval-o": add_official(
+                connection,
+                model,
+                "cruxeval-o",
+                crux,
+                crux / "output_generations.json",
+                pool,
+                replace=replace,
+            ),
+            "core": add_core(
+                connection,
+                model,
+                FIXTURES / "core",
+                FIXTURES / "core" / "generations.jsonl",
+                unsure,
+            ),
             "reval": add_reval(connection, model, items, pool, right),
-        }  # fmt: skip
+        }
         connection.close()
     return Built(root, [root / "a", root / "b"], reports)
 
@@ -134,17 +146,25 @@ def test_load_reads_reports_failures_and_completions(built: Built) -> None:
     assert sorted(run.benchmarks) == ["core", "cruxeval-o", "reval"]
     crux = run.benchmarks["cruxeval-o"]
     stored = built.reports["a"]["cruxeval-o"]
-    assert crux.kind == "passk"
+    assert crux.kind == "pass@k"
     assert [(m.name, m.value) for m in crux.metrics] == [
-        ("pass@1", stored["pass@1"]), ("pass@5", stored["pass@5"])]  # fmt: skip
+        ("pass@1", stored["pass@1"]),
+        ("pass@5", stored["pass@5"]),
+    ]
     assert set(crux.breakdowns[0].rows) == set(stored["breakdown"]["rows"])
-    assert run.benchmarks["core"].metric("RCS").value == (
-        built.reports["a"]["core"]["variants"]["project"]["mean"]["RCS"])  # fmt: skip
-    assert run.benchmarks["reval"].metric("average acc").value == built.reports["a"]["reval"][
-        "avg_acc"]  # fmt: skip
+    assert (
+        run.benchmarks["core"].metric("RCS").value
+        == (built.reports["a"]["core"]["variants"]["project"]["mean"]["RCS"])
+    )
+    assert (
+        run.benchmarks["reval"].metric("average acc").value
+        == built.reports["a"]["reval"]["avg_acc"]
+    )
     raw = json.loads((FIXTURES / "cruxeval" / "output_generations.json").read_text())
-    truths = {json.loads(line)["id"]: json.loads(line)["output"]
-              for line in (FIXTURES / "cruxeval" / "cruxeval.jsonl").read_text().splitlines()}  # fmt: skip
+    truths = {
+        json.loads(line)["id"]: json.loads(line)["output"]
+        for line in (FIXTURES / "cruxeval" / "cruxeval.jsonl").read_text().splitlines()
+    }
     for name, result in run.benchmarks.items():
         assert result.total_failures == stored_failures(built.runs[0], name) > 0
         assert all(len(shown) <= 2 for shown in result.failures.values())
@@ -156,7 +176,8 @@ def test_load_reads_reports_failures_and_completions(built: Built) -> None:
             assert failure.prompt and "[ANSWER]" in failure.prompt
             assert failure.reason != "correct"
     assert load_runs([built.runs[0]], examples=0)[0].benchmarks["core"].failures == {
-        key: () for key in run.benchmarks["core"].failures}  # fmt: skip
+        key: () for key in run.benchmarks["core"].failures
+    }
 
 
 def test_comparison_of_two_runs_marks_the_best(built: Built) -> None:
@@ -185,8 +206,9 @@ def test_comparison_of_two_runs_marks_the_best(built: Built) -> None:
 
 def test_hostile_text_is_escaped_and_nothing_external(built: Built) -> None:
     runs = load_runs(built.runs)
-    hostile = [f for f in runs[1].benchmarks["cruxeval-o"].failures["list"]
-               if f.item_id == "sample_0"]  # fmt: skip
+    hostile = [
+        f for f in runs[1].benchmarks["cruxeval-o"].failures["list"] if f.item_id == "sample_0"
+    ]
     assert hostile and hostile[0].completion == HOSTILE
     page = render(runs)
     assert HOSTILE not in page and "<img" not in page
@@ -245,12 +267,18 @@ def test_bad_stores_give_one_line_errors(built: Built, tmp_path: Path) -> None:
         load_runs([junk])
     for name, sql, message in (
         ("version", "PRAGMA user_version=7", "schema version 7, expected 1"),
-        ("result", "UPDATE results SET report='{oops' WHERE benchmark='core'",
-         r"results\.report of 'core': not valid JSON"),
-        ("shape", "UPDATE results SET report='{\"pass@1\": \"high\"}' WHERE benchmark='core'",
-         r"results\.report of 'core': unexpected shape"),
+        (
+            "result",
+            "UPDATE results SET report='{oops' WHERE benchmark='core'",
+            r"results\.report of 'core': not valid JSON",
+        ),
+        (
+            "shape",
+            "UPDATE results SET report='{\"pass@1\": \"high\"}' WHERE benchmark='core'",
+            r"results\.report of 'core': unexpected shape",
+        ),
         ("norun", "DELETE FROM run", "table run holds 0 rows, expected 1"),
-    ):  # fmt: skip
+    ):
         copy = tmp_path / name
         shutil.copytree(built.runs[0], copy)
         with sqlite3.connect(copy / "run.sqlite") as connection:
@@ -266,10 +294,20 @@ def test_page_renders_in_headless_chromium(built: Built, tmp_path: Path) -> None
 
     out = write_report(load_runs(built.runs), tmp_path / "report.html")
     shot = tmp_path / "shot.png"
-    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-               f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,2000"]  # fmt: skip
-    subprocess.run([*browser, f"--screenshot={shot}", out.as_uri()], capture_output=True,
-                   timeout=90, check=True)  # fmt: skip
+    browser = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1280,2000",
+    ]
+    subprocess.run(
+        [*browser, f"--screenshot={shot}", out.as_uri()],
+        capture_output=True,
+        timeout=90,
+        check=True,
+    )
     with Image.open(shot) as image:
         pixels = image.convert("RGB")
     assert pixels.size == (1280, 2000)
@@ -280,15 +318,24 @@ def test_page_renders_in_headless_chromium(built: Built, tmp_path: Path) -> None
     assert non_white > 0.03 * 1280 * 2000
     assert count.get((31, 119, 180), 0) > 1000  # run a's bars: the inline SVG rendered
     assert count.get((227, 245, 225), 0) > 500  # best-value cells: the inline CSS applied
-    dom = subprocess.run([*browser, "--dump-dom", out.as_uri()], capture_output=True, text=True,
-                         timeout=90, check=True).stdout  # fmt: skip
+    dom = subprocess.run(
+        [*browser, "--dump-dom", out.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=True,
+    ).stdout
     assert 'class="scores"' in dom and ">model-a</th>" in dom
     assert dom.count("<svg") == 8 and "<script" not in dom
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codereasoner", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "codereasoner", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_writes_the_page_and_prints_tables(built: Built, tmp_path: Path) -> None:
@@ -302,11 +349,12 @@ def test_cli_writes_the_page_and_prints_tables(built: Built, tmp_path: Path) -> 
         HOSTILE_MODEL: built.reports["b"]["cruxeval-o"]["pass@1"],
     }
     assert summary["failures"]["core"]["model-a"] == stored_failures(built.runs[0], "core")
+    # --examples 1: one per category
     assert out.read_text().count('<details class="failure"') == sum(
         len(run.benchmarks[name].failures)
         for run in load_runs(built.runs)
         for name in run.benchmarks
-    )  # fmt: skip  (--examples 1: one per category)
+    )
     done = cli("report", built.runs[0], "--out", out)
     assert done.returncode == 0, done.stderr
     assert "pass@1" in done.stdout and "cruxeval-o" in done.stdout
@@ -340,7 +388,8 @@ def test_official_cruxeval_samples(pool: Pool, tmp_path: Path) -> None:
     result = run.benchmarks["cruxeval-o"]
     assert result.metric("pass@5").value == report["pass@5"]
     assert result.scored_samples == 400 and result.total_failures == stored_failures(
-        tmp_path / "codellama", "cruxeval-o")  # fmt: skip
+        tmp_path / "codellama", "cruxeval-o"
+    )
     page = parse(render([run]))
     assert set(page.links) <= set(page.ids) and page.scripts == 0
 
@@ -356,8 +405,13 @@ def test_report_on_real_runner_output(tmp_path: Path) -> None:
     def reply(query: Query) -> str:  # every other request: a hostile completion
         return HOSTILE if next(calls) % 2 == 0 else "42"
 
-    settings = RunSettings(benchmarks=("cruxeval-o",), n=2, data_dir=FIXTURES / "cruxeval",
-                           workers=1, isolation="bubblewrap")  # fmt: skip
+    settings = RunSettings(
+        benchmarks=("cruxeval-o",),
+        n=2,
+        data_dir=FIXTURES / "cruxeval",
+        workers=1,
+        isolation="bubblewrap",
+    )
     with ReplayServer(reply=reply) as server:
         for folder, spec in (("replay", f"openai:replay@{server.url}"), ("oracle", "oracle")):
             with Runner(tmp_path / folder, load_backend(spec), settings) as runner:

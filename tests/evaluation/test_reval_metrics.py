@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from codereasoner import tasks
 from codereasoner.benchmarks import reval
 from codereasoner.evaluation.generations import GenerationsError
 from codereasoner.evaluation.reval_metrics import (
@@ -21,8 +22,7 @@ from codereasoner.evaluation.reval_metrics import (
 )
 from codereasoner.evaluation.reval_scoring import read_reval_generations, score_reval
 from codereasoner.execution import Pool
-from codereasoner.tasks import Item
-from codereasoner.tasks.reval_tasks import RevalTasks
+from codereasoner.tasks import Extracted, Item
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"
 PAIRS = ["DREval/0/0", "DREval/0/1", "DREval/1/0", "DREval/2/0", "DREval/2/1"]
@@ -30,8 +30,9 @@ PAIRS = ["DREval/0/0", "DREval/0/1", "DREval/1/0", "DREval/2/0", "DREval/2/1"]
 
 def test_coverage_counts_by_hand() -> None:
     # (expected executed, answered correctly): 3 TP, 1 FN, 2 TN, 2 FP
-    counts = coverage_counts([(True, True)] * 3 + [(True, False)] + [(False, True)] * 2
-                             + [(False, False)] * 2)  # fmt: skip
+    counts = coverage_counts(
+        [(True, True)] * 3 + [(True, False)] + [(False, True)] * 2 + [(False, False)] * 2
+    )
     assert counts == CoverageCounts(tp=3, fp=2, tn=2, fn=1)
     assert counts.accuracy == 5 / 8 and counts.precision == 3 / 5 and counts.recall == 3 / 4
     assert counts.f1 == pytest.approx(2 * (3 / 5) * (3 / 4) / (3 / 5 + 3 / 4))
@@ -66,13 +67,40 @@ WRONG_PATH_OUTPUT = {"DREval/0/1", "DREval/2/1"}
 # IC: DREval/0/0 3 x 1, DREval/0/1 0 (coverage wrong), DREval/1/0 5 x 1, DREval/2/0: lines 3
 # and 12 have coverage wrong, lines 7-9 are (1, 0, 1, 1) -> 0; DREval/2/1: lines 3, 4, 12 are
 # (1, 0, 0, 0) -> 0.125 each, line 7 coverage wrong -> 0: (3 + 5 + 0.375) / 20 = 41.875 %.
-REPEAT_0 = {"coverage": {"acc": 0.7, "prec": 0.7, "rec": 1.0, "f1": 14 / 17, "tp": 14, "fp": 6,
-                         "tn": 0, "fn": 0},
-            "state": 0.4, "path": 0.65, "output": 0.6, "avg_acc": 2.35 / 4, "consistency": 41.875}  # fmt: skip
-MEAN = {"coverage": {"acc": 0.85, "prec": 0.85, "rec": 1.0, "f1": (14 / 17 + 1) / 2, "tp": 14,
-                     "fp": 3, "tn": 3, "fn": 0},
-        "state": 0.7, "path": 0.825, "output": 0.8, "avg_acc": (2.35 / 4 + 1) / 2,
-        "consistency": (41.875 + 100) / 2}  # fmt: skip
+REPEAT_0 = {
+    "coverage": {
+        "acc": 0.7,
+        "prec": 0.7,
+        "rec": 1.0,
+        "f1": 14 / 17,
+        "tp": 14,
+        "fp": 6,
+        "tn": 0,
+        "fn": 0,
+    },
+    "state": 0.4,
+    "path": 0.65,
+    "output": 0.6,
+    "avg_acc": 2.35 / 4,
+    "consistency": 41.875,
+}
+MEAN = {
+    "coverage": {
+        "acc": 0.85,
+        "prec": 0.85,
+        "rec": 1.0,
+        "f1": (14 / 17 + 1) / 2,
+        "tp": 14,
+        "fp": 3,
+        "tn": 3,
+        "fn": 0,
+    },
+    "state": 0.7,
+    "path": 0.825,
+    "output": 0.8,
+    "avg_acc": (2.35 / 4 + 1) / 2,
+    "consistency": (41.875 + 100) / 2,
+}
 
 
 @pytest.fixture(scope="module")
@@ -118,11 +146,15 @@ def check(found: dict, expected: dict) -> None:
             assert found[key] == pytest.approx(value), key
 
 
+def extract(item: Item, text: str, mode: str = "official") -> Extracted:
+    return tasks.get(item.task).extract(item, text, "direct", mode)
+
+
 def test_scores_of_a_constructed_prediction_set(items: list[Item], pool: Pool) -> None:
     answers = {item.id: [] for item in items}
     for item in items:
         for repeat in (0, 1):
-            answers[item.id].append(RevalTasks().extract_for(item, answer(item, repeat)))
+            answers[item.id].append(extract(item, answer(item, repeat)))
     scored = score_reval(items, answers, pool)
     check(scored.metrics(0), REPEAT_0)
     check(scored.metrics(1), {"state": 1.0, "path": 1.0, "output": 1.0, "consistency": 100.0})
@@ -130,24 +162,40 @@ def test_scores_of_a_constructed_prediction_set(items: list[Item], pool: Pool) -
     humaneval = [item for item in items if item.metadata["source"] == "humaneval"]
     # HumanEval part, repeat 0: DREval/0/0 and /1/0 right, DREval/0/1 wrong except state...
     # state: 8 right of 11; output 2 of 3; IC (3 + 5) / 11
-    check(scored.metrics(0, humaneval), {"state": 8 / 11, "output": 2 / 3,
-                                          "consistency": 100 * 8 / 11})  # fmt: skip
+    check(
+        scored.metrics(0, humaneval),
+        {"state": 8 / 11, "output": 2 / 3, "consistency": 100 * 8 / 11},
+    )
 
 
 def write_jsonl(path: Path, items: list[Item]) -> Path:
-    lines = [json.dumps({"id": item.id, "sample": repeat, "answer": answer(item, repeat)})
-             for item in items for repeat in (0, 1)]  # fmt: skip
+    lines = [
+        json.dumps({"id": item.id, "sample": repeat, "answer": answer(item, repeat)})
+        for item in items
+        for repeat in (0, 1)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def cli(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "codereasoner", "score", "--bench", "reval",
-         "--data-dir", FIXTURES, *map(str, args)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "codereasoner",
+            "score",
+            "--bench",
+            "reval",
+            "--data-dir",
+            FIXTURES,
+            *map(str, args),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "CODEREASONER_CACHE": str(tmp_path / "cache")},
-    )  # fmt: skip
+    )
 
 
 def test_score_cli_jsonl(items: list[Item], tmp_path: Path) -> None:
@@ -167,8 +215,11 @@ def test_score_cli_jsonl(items: list[Item], tmp_path: Path) -> None:
 
 
 def log_line(item_results: dict[tuple[str, int], list[dict]], task_id: str) -> str:
-    generation = [{"input_idx": index, "results": results}
-                  for (tid, index), results in item_results.items() if tid == task_id]  # fmt: skip
+    generation = [
+        {"input_idx": index, "results": results}
+        for (tid, index), results in item_results.items()
+        if tid == task_id
+    ]
     return json.dumps({"task_id": task_id, "generation": generation})
 
 
@@ -180,9 +231,12 @@ def write_logs(folder: Path, items: list[Item]) -> Path:
             if item.task != kind:
                 continue
             text = f"[ANSWER]\n{answer(item, 0)}\n[/ANSWER]"
-            verdict = {"coverage": {"response": True, "expected": True},
-                       "path": {"response": [-2], "expected": [1]}, "state": {"eq": False},
-                       "output": {"pass": True}}[kind]  # fmt: skip
+            verdict = {
+                "coverage": {"response": True, "expected": True},
+                "path": {"response": [-2], "expected": [1]},
+                "state": {"eq": False},
+                "output": {"pass": True},
+            }[kind]
             key = (str(item.metadata["task_id"]), int(item.metadata["input_idx"]))
             results.setdefault(key, []).append({"generated": text, **verdict})
         task_ids = sorted({key[0] for key in results})
@@ -225,17 +279,24 @@ def test_bad_generations(items: list[Item], tmp_path: Path, lines: list[str], me
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(GenerationsError, match=re.escape(message)):
-        read_reval_generations(path, items, lambda item, text: RevalTasks().extract_for(item, text))
+        read_reval_generations(path, items, extract)
     done = cli(tmp_path, "-g", path)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
 
 
 def test_unparsable_answers_are_counted_wrong(items: list[Item], pool: Pool) -> None:
     coverage = [item for item in items if item.task == "coverage"]
-    tasks = RevalTasks()
-    answers = {item.id: [tasks.extract_for(item, "maybe", "direct", "robust")] for item in coverage}
+    answers = {item.id: [extract(item, "maybe", "robust")] for item in coverage}
     scored = score_reval(items, answers, pool)
     # no answer at all: every executed line is a false negative, every other a false positive
-    assert scored.metrics(0)["coverage"] == {"acc": 0.0, "prec": 0.0, "rec": 0.0, "f1": 0.0,
-                                             "tp": 0, "fp": 6, "tn": 0, "fn": 14}  # fmt: skip
+    assert scored.metrics(0)["coverage"] == {
+        "acc": 0.0,
+        "prec": 0.0,
+        "rec": 0.0,
+        "f1": 0.0,
+        "tp": 0,
+        "fp": 6,
+        "tn": 0,
+        "fn": 14,
+    }
     assert scored.reasons() == {"coverage": {"no_answer": 20}}

@@ -35,9 +35,11 @@ def test_completions_are_written_once_and_first_write_wins(tmp_path: Path) -> No
 
 
 def test_scores_items_and_results_round_trip(tmp_path: Path) -> None:
-    scores = [Score("a", 0, "1", True, Reason.CORRECT), Score("a", 1, None, False,
-              Reason.NO_ANSWER, "nothing"), Score("b", 0, "f(1)", False, Reason.COPIED,
-              skipped=True)]  # fmt: skip
+    scores = [
+        Score("a", 0, "1", True, Reason.CORRECT),
+        Score("a", 1, None, False, Reason.NO_ANSWER, "nothing"),
+        Score("b", 0, "f(1)", False, Reason.COPIED, skipped=True),
+    ]
     with RunStore(tmp_path, create=True) as store:
         store.record_items("bench", [ItemRow("a", "t", "h", "1", "int", "{}")] * 2)
         store.record_scores("bench", scores)
@@ -48,8 +50,14 @@ def test_scores_items_and_results_round_trip(tmp_path: Path) -> None:
         store.record_result("bench", {"pass@1": 50.0})
         store.record_result("bench", {"pass@1": 75.0})
         assert store.results() == {"bench": {"pass@1": 75.0}}
-        assert store.counts() | {"run": 0} == {"run": 0, "prompts": 0, "completions": 0,
-                                               "items": 1, "scores": 3, "results": 1}  # fmt: skip
+        assert store.counts() | {"run": 0} == {
+            "run": 0,
+            "prompts": 0,
+            "completions": 0,
+            "items": 1,
+            "scores": 3,
+            "results": 1,
+        }
 
 
 def test_the_run_row_is_single_and_tracks_status(tmp_path: Path) -> None:
@@ -61,8 +69,11 @@ def test_the_run_row_is_single_and_tracks_status(tmp_path: Path) -> None:
         assert row is not None and (row.status, row.message) == ("failed", "server unreachable")
         store.start_run("oracle", {"n": 2})
         row = store.run()
-        assert row is not None and (row.status, row.message, row.config) == ("running", "",
-                                                                               {"n": 2})  # fmt: skip
+        assert row is not None and (row.status, row.message, row.config) == (
+            "running",
+            "",
+            {"n": 2},
+        )
         with pytest.raises(ValueError, match="run status"):
             store.set_status("finished")
         assert store.counts()["run"] == 1

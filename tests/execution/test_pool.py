@@ -60,8 +60,10 @@ def test_solution_method_and_keyword_arguments(pool: Pool) -> None:
 def test_program_exceptions_keep_type_and_message(pool: Pool) -> None:
     result = run(pool, "def f(d):\n    return d['missing']", "f({})")
     assert (result.status, result.exception_type, result.exception_message) == (
-        Status.ERROR, "KeyError", "'missing'"
-    )  # fmt: skip
+        Status.ERROR,
+        "KeyError",
+        "'missing'",
+    )
 
 
 def test_non_literal_return_values_are_described_not_parsed(pool: Pool) -> None:
@@ -92,8 +94,10 @@ def test_memory_limit_is_per_call(pool: Pool) -> None:
 
 
 def test_calls_in_a_batch_do_not_share_program_state(pool: Pool) -> None:
-    program = Program("seen = []\ndef f(x, acc=[]):\n    acc.append(x)\n    seen.append(x)\n"
-                      "    return (len(acc), len(seen))")  # fmt: skip
+    program = Program(
+        "seen = []\ndef f(x, acc=[]):\n    acc.append(x)\n    seen.append(x)\n"
+        "    return (len(acc), len(seen))"
+    )
     results = pool.run_batch(program, [parse_call(f"f({n})") for n in range(4)])
     assert [result.parsed_value() for result in results] == [(1, 1)] * 4
 

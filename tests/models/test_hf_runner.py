@@ -15,9 +15,12 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 def _run(run_dir: Path, model: Path, pool: Pool) -> tuple[dict, dict]:
     settings = RunSettings(
-        ("cruxeval-o",), n=2, sampling=Sampling(temperature=0.8, max_tokens=12, seed=3),
-        limit=3, data_dir=FIXTURES,
-    )  # fmt: skip
+        ("cruxeval-o",),
+        n=2,
+        sampling=Sampling(temperature=0.8, max_tokens=12, seed=3),
+        limit=3,
+        data_dir=FIXTURES,
+    )
     backend = load_backend(f"hf:{model}", batch_size=2)
     with Runner(run_dir, backend, settings, pool_factory=lambda: pool) as runner:
         summary = runner.run()

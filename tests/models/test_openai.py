@@ -60,8 +60,10 @@ def test_spec_strings() -> None:
 
 def test_raw_completion_samples_and_token_counts(replay: ReplayServer) -> None:
     sampling = Sampling(temperature=0.8, max_tokens=200)
-    requests = [Request(f"def f{i}(x):\n    return x", samples=(0, 1, 2), sampling=sampling)
-                for i in range(5)]  # fmt: skip
+    requests = [
+        Request(f"def f{i}(x):\n    return x", samples=(0, 1, 2), sampling=sampling)
+        for i in range(5)
+    ]
     results = collect(backend(replay), requests)
     for request, completions in zip(requests, results.values(), strict=True):
         assert [c.sample for c in completions] == [0, 1, 2]
@@ -130,8 +132,10 @@ def test_greedy_is_one_call_and_seeds_are_per_sample(replay: ReplayServer) -> No
 
 def test_fewer_choices_than_asked_are_topped_up() -> None:
     with ReplayServer(max_choices=2) as server:
-        completions = collect(backend(server), [Request("x", samples=(0, 1, 2, 3, 4),
-                                                        sampling=Sampling(temperature=1))])[0]  # fmt: skip
+        completions = collect(
+            backend(server),
+            [Request("x", samples=(0, 1, 2, 3, 4), sampling=Sampling(temperature=1))],
+        )[0]
         assert [c.sample for c in completions] == [0, 1, 2, 3, 4]
         assert server.stats()["requests"] == 3  # 2 + 2 + 1 choices
 

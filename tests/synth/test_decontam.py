@@ -27,18 +27,36 @@ needs_cruxeval = pytest.mark.skipif(
 # A small benchmark written for these tests: the idiom ``for i in range(len(items)):`` occurs in
 # every program, so it is common; each program also has something of its own.
 OWN = [
-    BenchmarkProgram("toy", "t0", "def f(items):\n    total = 0\n    for i in range(len(items)):\n"
-                     "        total += items[i] * 3\n    return total", ("f([1, 2, 3])", "18")),
-    BenchmarkProgram("toy", "t1", "def f(items):\n    out = []\n    for i in range(len(items)):\n"
-                     "        out.append(items[i].replace('---', '~'))\n    return out",
-                     ("f(['a-b', 'c'])",)),
-    BenchmarkProgram("toy", "t2", "def f(items, marker):\n    for i in range(len(items)):\n"
-                     "        if items[i] == marker:\n            return i\n    return -1",
-                     ("f(['quokka', 'wombat'], 'wombat')",)),
-    BenchmarkProgram("toy", "t3", "def f(sentence):\n    words = sentence.split()\n"
-                     "    for i in range(len(words)):\n        words[i] = words[i][::-1]\n"
-                     "    return ' '.join(words)", ("f('stressed desserts')",)),
-]  # fmt: skip
+    BenchmarkProgram(
+        "toy",
+        "t0",
+        "def f(items):\n    total = 0\n    for i in range(len(items)):\n"
+        "        total += items[i] * 3\n    return total",
+        ("f([1, 2, 3])", "18"),
+    ),
+    BenchmarkProgram(
+        "toy",
+        "t1",
+        "def f(items):\n    out = []\n    for i in range(len(items)):\n"
+        "        out.append(items[i].replace('---', '~'))\n    return out",
+        ("f(['a-b', 'c'])",),
+    ),
+    BenchmarkProgram(
+        "toy",
+        "t2",
+        "def f(items, marker):\n    for i in range(len(items)):\n"
+        "        if items[i] == marker:\n            return i\n    return -1",
+        ("f(['quokka', 'wombat'], 'wombat')",),
+    ),
+    BenchmarkProgram(
+        "toy",
+        "t3",
+        "def f(sentence):\n    words = sentence.split()\n"
+        "    for i in range(len(words)):\n        words[i] = words[i][::-1]\n"
+        "    return ' '.join(words)",
+        ("f('stressed desserts')",),
+    ),
+]
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +78,19 @@ def rules(matches: list[Match]) -> set[tuple[str, str]]:
 def test_tokens_drop_comments_line_breaks_and_indentation() -> None:
     code = "def f(x):  # comment\n\n    return (x +\n            1)  # more\n"
     assert [t.text for t in python_tokens(code)] == [
-        "def", "f", "(", "x", ")", ":", "return", "(", "x", "+", "1", ")"]  # fmt: skip
+        "def",
+        "f",
+        "(",
+        "x",
+        ")",
+        ":",
+        "return",
+        "(",
+        "x",
+        "+",
+        "1",
+        ")",
+    ]
     # Text that does not tokenise to the end keeps what was read.
     assert [t.text for t in python_tokens("f('abc', [1,")] == [
         "f",
@@ -88,8 +118,10 @@ def test_unrelated_code_matches_nothing(toy: BenchmarkIndex) -> None:
 
 
 def test_a_copied_informative_10gram_is_caught(toy: BenchmarkIndex) -> None:
-    code = ("def g(names, n):\n    result = []\n    for name in names[:n]:\n"
-            "        out.append(items[i].replace('---', '~'))\n    return result")  # fmt: skip
+    code = (
+        "def g(names, n):\n    result = []\n    for name in names[:n]:\n"
+        "        out.append(items[i].replace('---', '~'))\n    return result"
+    )
     matches = toy.check(code)
     assert rules(matches) == {("t1", "ngram10")}
     shared = next(m.detail for m in matches if m.rule == "ngram10")
@@ -99,8 +131,10 @@ def test_a_copied_informative_10gram_is_caught(toy: BenchmarkIndex) -> None:
 
 
 # Ten tokens shared with every toy program, all of them common there.
-GENERIC = ("def g(items):\n    best = None\n    for i in range(len(items)):\n"
-           "        best = max(best or 0, abs(i))\n    return best")  # fmt: skip
+GENERIC = (
+    "def g(items):\n    best = None\n    for i in range(len(items)):\n"
+    "        best = max(best or 0, abs(i))\n    return best"
+)
 
 
 def test_the_literal_rule_is_the_default_and_counts_a_generic_10gram(
@@ -150,29 +184,51 @@ def test_renamed_reformatted_program_with_a_changed_constant_is_a_near_duplicate
         ''')
     matches = toy.check(disguised)
     assert [m for m in matches if m.rule == "near_duplicate"] == [
-        Match("toy", "t3", "near_duplicate", "jaccard 1.00")]  # fmt: skip
+        Match("toy", "t3", "near_duplicate", "jaccard 1.00")
+    ]
     assert Match("toy", "t3", "near_duplicate", "x").to_dict() == {
-        "benchmark": "toy", "item_id": "t3", "rule": "near_duplicate", "detail": "x"}  # fmt: skip
+        "benchmark": "toy",
+        "item_id": "t3",
+        "rule": "near_duplicate",
+        "detail": "x",
+    }
 
 
 def test_prefix_filtered_near_duplicates_equal_brute_force() -> None:
     rng = random.Random(0)
-    lines = ["x = a + b", "y = x * 2", "if y > 3:", "    y -= 1", "z = [y] * 2",
-             "for q in z:", "    x += q", "w = str(x)", "v = w.upper()", "u = len(v)"]  # fmt: skip
+    lines = [
+        "x = a + b",
+        "y = x * 2",
+        "if y > 3:",
+        "    y -= 1",
+        "z = [y] * 2",
+        "for q in z:",
+        "    x += q",
+        "w = str(x)",
+        "v = w.upper()",
+        "u = len(v)",
+    ]
     programs = []
     for number in range(60):
         body = rng.sample(lines, rng.randint(3, len(lines)))
         body = [line.strip() for line in body]
-        programs.append(BenchmarkProgram("rand", f"r{number}", "def f(a, b):\n    "
-                                         + "\n    ".join(body) + "\n    return a"))  # fmt: skip
+        programs.append(
+            BenchmarkProgram(
+                "rand", f"r{number}", "def f(a, b):\n    " + "\n    ".join(body) + "\n    return a"
+            )
+        )
     index = BenchmarkIndex(programs, near_threshold=0.6)
     views = {p.item_id: near_view(p.code) for p in programs}
-    shingles = {key: {tuple(view[i : i + 5]) for i in range(len(view) - 4)}
-                for key, view in views.items()}  # fmt: skip
+    shingles = {
+        key: {tuple(view[i : i + 5]) for i in range(len(view) - 4)} for key, view in views.items()
+    }
     for probe in programs[:30]:
         mine = shingles[probe.item_id]
-        expected = {key for key, theirs in shingles.items()
-                    if len(mine & theirs) / len(mine | theirs) >= 0.6}  # fmt: skip
+        expected = {
+            key
+            for key, theirs in shingles.items()
+            if len(mine & theirs) / len(mine | theirs) >= 0.6
+        }
         found = {m.item_id for m in index.check(probe.code) if m.rule == "near_duplicate"}
         assert found == expected and probe.item_id in found
 
@@ -184,16 +240,19 @@ def test_prefix_filtered_near_duplicates_equal_brute_force() -> None:
 def test_loading_records_what_was_checked_and_what_was_skipped(tmp_path: Path) -> None:
     loaded = load_benchmark_programs(SHARED_DATA, names=["cruxeval-o", "lcb-execution"])
     assert loaded.checked == ["cruxeval-o"]
-    assert "lcb-execution" in loaded.skipped and "execution-v2.jsonl" in loaded.skipped[
-        "lcb-execution"]  # fmt: skip
+    assert (
+        "lcb-execution" in loaded.skipped
+        and "execution-v2.jsonl" in loaded.skipped["lcb-execution"]
+    )
     programs, checked = loaded  # unpacks as (programs, checked)
     assert checked == ["cruxeval-o"] and len(programs) == 800
     first = programs[0]
     assert first.benchmark == "cruxeval-o" and first.item_id == "sample_0"
     assert first.code.startswith("def f(") and first.strings[0].startswith("f(")
     # A mapping by benchmark or dataset name works too; an empty folder is skipped.
-    by_dataset = load_benchmark_programs({"cruxeval": CRUXEVAL, "reval": tmp_path},
-                                         names=["cruxeval-o", "reval"])  # fmt: skip
+    by_dataset = load_benchmark_programs(
+        {"cruxeval": CRUXEVAL, "reval": tmp_path}, names=["cruxeval-o", "reval"]
+    )
     assert by_dataset.checked == ["cruxeval-o"] and "reval" in by_dataset.skipped
     with pytest.raises(ValueError, match="unknown benchmark"):
         load_benchmark_programs(SHARED_DATA, names=["no-such-bench"])
@@ -234,8 +293,15 @@ class _Rename(ast.NodeTransformer):
 def disguise(code: str) -> str:
     """Rename everything bound, re-print (other spacing and parentheses), add comments."""
     tree = ast.parse(code)
-    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(
-        n.ctx, ast.Load)} | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)} | {"f"}  # fmt: skip
+    bound = (
+        {
+            n.id
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        }
+        | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+        | {"f"}
+    )
     text = ast.unparse(_Rename(bound).visit(tree))
     return "# adapted\n" + text.replace("\n", "  # step\n", 2) + "\n"
 
@@ -269,8 +335,11 @@ def _positioned(code: str) -> list[tuple[object, int]]:
     from codereasoner.synth.decontam import Token
 
     kept = {tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING}
-    return [(Token(t.type, t.string), t.start[0])
-            for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type in kept]  # fmt: skip
+    return [
+        (Token(t.type, t.string), t.start[0])
+        for t in tokenize.generate_tokens(io.StringIO(code).readline)
+        if t.type in kept
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -297,10 +366,14 @@ def test_planted_cruxeval_near_duplicates_are_caught(
             if variant is None or variant == program.code:
                 continue
             tried[kind] += 1
-            wanted = {"disguised": "near_duplicate", "constant": "near_duplicate",
-                      "ngram": "ngram10"}[kind]  # fmt: skip
-            if not any(m.item_id == program.item_id and m.rule == wanted
-                       for m in index.check(variant)):  # fmt: skip
+            wanted = {
+                "disguised": "near_duplicate",
+                "constant": "near_duplicate",
+                "ngram": "ngram10",
+            }[kind]
+            if not any(
+                m.item_id == program.item_id and m.rule == wanted for m in index.check(variant)
+            ):
                 missed[kind].append(program.item_id)
     assert tried["disguised"] == len(sample) and tried["constant"] > 150 and tried["ngram"] > 60
     assert missed == {"disguised": [], "constant": [], "ngram": []}, missed
@@ -340,7 +413,7 @@ def test_unrelated_code_is_not_flagged_against_cruxeval(
         "        bought += 1\n    return bought",
         "def f(word):\n    vowels = sum(1 for ch in word.lower() if ch in 'aeiou')\n"
         "    return vowels, len(word) - vowels",
-    ]  # fmt: skip
+    ]
     for code in unrelated:
         assert index.check(code, "f([[1, 2], [3, 4]])") == [], code
 

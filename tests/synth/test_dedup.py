@@ -40,7 +40,10 @@ def test_renamed_reformatted_code_with_an_equivalent_input_is_an_ast_duplicate()
     assert dedup.seen(case("c", DISGUISED, '"ab,c", ","')) == "a"
     drop = dedup.check(case("d", DISGUISED))
     assert drop is not None and (drop.stage, drop.reason, drop.detail) == (
-        "dedup", AST, "same as a")  # fmt: skip
+        "dedup",
+        AST,
+        "same as a",
+    )
 
 
 def test_different_inputs_or_behaviour_are_not_duplicates() -> None:

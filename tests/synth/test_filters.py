@@ -79,8 +79,11 @@ STATIC_DROPS = [
 ]
 
 
-@pytest.mark.parametrize(("reason", "code", "input_repr"), STATIC_DROPS,
-                         ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(STATIC_DROPS)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("reason", "code", "input_repr"),
+    STATIC_DROPS,
+    ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(STATIC_DROPS)],
+)
 def test_static_rules_drop_with_their_reason(reason: str, code: str, input_repr: str) -> None:
     # Short snippets keep these readable: only the size rules use the default minimum.
     config = FilterConfig() if reason == "code_too_short" else LOOSE
@@ -138,8 +141,9 @@ RESULT_DROPS = [
 ]
 
 
-@pytest.mark.parametrize(("reason", "code", "input_repr"), RESULT_DROPS,
-                         ids=[r for r, _, _ in RESULT_DROPS])  # fmt: skip
+@pytest.mark.parametrize(
+    ("reason", "code", "input_repr"), RESULT_DROPS, ids=[r for r, _, _ in RESULT_DROPS]
+)
 def test_result_rules_drop_with_their_reason(
     pool: Pool, reason: str, code: str, input_repr: str
 ) -> None:
@@ -158,8 +162,9 @@ def test_a_timeout_is_dropped(pool: Pool) -> None:
 
 def test_the_trace_step_cap_is_its_own_reason(pool: Pool) -> None:
     code = body("t = 0", "for i in range(x):", "    t += i", "return t")
-    batch = Batch(Program(code), [parse_call("f(1000)"), parse_call("f(3)")], None,
-                  TraceOptions(max_steps=50))  # fmt: skip
+    batch = Batch(
+        Program(code), [parse_call("f(1000)"), parse_call("f(3)")], None, TraceOptions(max_steps=50)
+    )
     long, short = pool.run_all([batch])[0]
     drop = check_result(case(code, "1000"), long)
     assert drop is not None and drop.reason == "step_limit", drop
@@ -194,7 +199,9 @@ def test_hash_seed_dependence_is_caught_and_stable_code_passes() -> None:
         drop = check_determinism(case(program.source, words), outcomes[0][0], outcomes[1][0])
         if dependent:
             assert drop is not None and (drop.stage, drop.reason) == (
-                "determinism", "hash_seed_dependent")  # fmt: skip
+                "determinism",
+                "hash_seed_dependent",
+            )
             assert " vs " in drop.detail
         else:
             assert outcomes[0][0].ok and drop is None

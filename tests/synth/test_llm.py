@@ -11,8 +11,10 @@ import pytest
 from codereasoner.execution import Pool
 from codereasoner.models import load_backend
 from codereasoner.models.replay_server import Query, ReplayServer
+from codereasoner.synth import generators
 from codereasoner.synth.case import Candidate, Constraints, Drop
 from codereasoner.synth.decontam import Decontamination
+from codereasoner.synth.generators import GeneratorSettings
 from codereasoner.synth.generators.llm import (
     PARSE_REASONS,
     LLMSource,
@@ -173,20 +175,23 @@ def test_llm_pipeline_end_to_end_and_resume_without_new_requests(
         Pool(1, isolation="bubblewrap", hash_seed=1) as second,
         ReplayServer(reply=_valid_reply) as server,
     ):
+        # the registry builds the source from the option (and closes it at the end)
         config = SynthConfig(
             out=tmp_path,
             n=10,
             seed=1,
             generator="llm",
+            generator_options={"model": f"openai:replay@{server.url}"},
             mutants=1,
         )
-        backend = load_backend(f"openai:replay@{server.url}")
-        run(config, pools=(pool, second), backend=backend, decontam=Decontamination.skip("test"))
+        run(config, pools=(pool, second), decontam=Decontamination.skip("test"))
         asked = server.stats()["requests"]
         first = {name: (tmp_path / name).read_bytes() for name in OUTPUTS}
-        run(
-            config, pools=(pool, second), backend=backend, decontam=Decontamination.skip("test")
-        )  # complete: nothing is asked again
+        # a backend built by the caller works too; complete: nothing is asked again
+        backend = load_backend(f"openai:replay@{server.url}")
+        source = generators.get("llm").build(GeneratorSettings(1, tmp_path, {"model": backend}))
+        run(config, pools=(pool, second), source=source, decontam=Decontamination.skip("test"))
+        source.close()  # a source given to run is the caller's to close
         assert server.stats()["requests"] == asked
     assert asked >= 10
     assert {name: (tmp_path / name).read_bytes() for name in OUTPUTS} == first

@@ -44,31 +44,50 @@ def is_subsequence(small: str, big: str) -> bool:
 # Each operator: a seed value and a property every result must have.
 Check = Callable[[Any, Any], bool]
 SCALAR_CASES: dict[str, tuple[Any, Check]] = {
-    "str.random": ("a,b", lambda old, new: 5 <= len(new) <= 20
-                   and set(new) <= set(RANDOM_ALPHABET)),
+    "str.random": (
+        "a,b",
+        lambda old, new: 5 <= len(new) <= 20 and set(new) <= set(RANDOM_ALPHABET),
+    ),
     "str.ingredient": ("a,b", lambda old, new: new in FOUND.strs),
-    "str.insert_ingredient": ("a,b", lambda old, new: any(
-        new[:i] + new[i + len(s):] == old for s in FOUND.strs for i in range(len(new)))),
+    "str.insert_ingredient": (
+        "a,b",
+        lambda old, new: any(
+            new[:i] + new[i + len(s) :] == old for s in FOUND.strs for i in range(len(new))
+        ),
+    ),
     "str.swap_slices": ("abcdef", lambda old, new: sorted(new) == sorted(old) and new != old),
-    "str.duplicate_slice": ("abcdef", lambda old, new: len(new) > len(old)
-                            and is_subsequence(old, new) and set(new) <= set(old)),
-    "str.delete_slice": ("abcdef", lambda old, new: len(new) < len(old)
-                         and is_subsequence(new, old)),
+    "str.duplicate_slice": (
+        "abcdef",
+        lambda old, new: len(new) > len(old) and is_subsequence(old, new) and set(new) <= set(old),
+    ),
+    "str.delete_slice": (
+        "abcdef",
+        lambda old, new: len(new) < len(old) and is_subsequence(new, old),
+    ),
     "int.shift": (10, lambda old, new: type(new) is int and 1 <= abs(new - old) <= 5),
     "int.ingredient": (10, lambda old, new: new in FOUND.ints),
-    "float.perturb": (4.0, lambda old, new: type(new) is float and new != old
-                      and 1.9 <= new <= 6.1 and round(new, 2) == new),
-    "float.ingredient": (4.0, lambda old, new: type(new) is float
-                         and new in FOUND.floats + [float(i) for i in FOUND.ints]),
+    "float.perturb": (
+        4.0,
+        lambda old, new: (
+            type(new) is float and new != old and 1.9 <= new <= 6.1 and round(new, 2) == new
+        ),
+    ),
+    "float.ingredient": (
+        4.0,
+        lambda old, new: (
+            type(new) is float and new in FOUND.floats + [float(i) for i in FOUND.ints]
+        ),
+    ),
     "bool.flip": (True, lambda old, new: new is False),
     "bytes.random": (b"a,b", lambda old, new: type(new) is bytes and 5 <= len(new) <= 20),
-    "bytes.insert_ingredient": (b"a,b", lambda old, new: type(new) is bytes
-                                and len(new) > len(old)),
+    "bytes.insert_ingredient": (
+        b"a,b",
+        lambda old, new: type(new) is bytes and len(new) > len(old),
+    ),
     "bytes.swap_slices": (b"abcdef", lambda old, new: sorted(new) == sorted(old) and new != old),
     "bytes.duplicate_slice": (b"abcdef", lambda old, new: len(new) > len(old)),
-    "bytes.delete_slice": (b"abcdef", lambda old, new: type(new) is bytes
-                           and len(new) < len(old)),
-}  # fmt: skip
+    "bytes.delete_slice": (b"abcdef", lambda old, new: type(new) is bytes and len(new) < len(old)),
+}
 
 
 def test_every_scalar_operator_has_a_test() -> None:
@@ -92,13 +111,18 @@ def types_of(items: Any) -> Counter[type]:
 
 SEQUENCE_CASES: dict[str, Check] = {
     # element types kept: an inserted or replacing element is a mutated copy of an element
-    "insert": lambda old, new: len(new) == len(old) + 1 and set(types_of(new)) <= set(types_of(old)),
+    "insert": lambda old, new: (
+        len(new) == len(old) + 1 and set(types_of(new)) <= set(types_of(old))
+    ),
     "remove": lambda old, new: len(new) == len(old) - 1 and all(x in old for x in new),
     "swap": lambda old, new: sorted(map(repr, new)) == sorted(map(repr, old)),
-    "replace": lambda old, new: len(new) == len(old) and types_of(new) == types_of(old)
-    and sum(a != b for a, b in zip(old, new, strict=True)) == 1,
+    "replace": lambda old, new: (
+        len(new) == len(old)
+        and types_of(new) == types_of(old)
+        and sum(a != b for a, b in zip(old, new, strict=True)) == 1
+    ),
     "append_duplicate": lambda old, new: list(new[:-1]) == list(old) and new[-1] in old,
-}  # fmt: skip
+}
 
 
 def test_every_sequence_operator_has_a_test() -> None:
@@ -137,12 +161,19 @@ def test_nested_containers_are_mutated_recursively_keeping_shape() -> None:
 
 
 DICT_CASES: dict[str, Check] = {
-    "add": lambda old, new: set(old) < set(new) and len(new) == len(old) + 1
-    and all(type(k) is str for k in new) and all(type(v) is int for v in new.values()),
+    "add": lambda old, new: (
+        set(old) < set(new)
+        and len(new) == len(old) + 1
+        and all(type(k) is str for k in new)
+        and all(type(v) is int for v in new.values())
+    ),
     "remove": lambda old, new: set(new) < set(old) and all(new[k] == old[k] for k in new),
-    "replace_value": lambda old, new: set(new) == set(old)
-    and sum(new[k] != old[k] for k in old) == 1 and all(type(v) is int for v in new.values()),
-}  # fmt: skip
+    "replace_value": lambda old, new: (
+        set(new) == set(old)
+        and sum(new[k] != old[k] for k in old) == 1
+        and all(type(v) is int for v in new.values())
+    ),
+}
 
 
 def test_every_dict_operator_has_a_test() -> None:
@@ -191,7 +222,10 @@ def test_mutants_are_distinct_literal_inputs_with_lineage() -> None:
     for k, mutant in enumerate(made):
         assert mutant.id == f"gen-7/m{k}"
         assert (mutant.code, mutant.method, mutant.constraints) == (
-            parent.code, parent.method, parent.constraints)  # fmt: skip
+            parent.code,
+            parent.method,
+            parent.constraints,
+        )
         assert mutant.lineage["parent"] == "gen-7" and 1 <= len(mutant.lineage["ops"]) <= 3
         call = parse_call(mutant.call)  # literal only
         assert len(call.args) == 3
@@ -225,8 +259,9 @@ def test_unmutable_inputs_give_no_mutants_in_bounded_time() -> None:
 
 
 def test_mutated_inputs_render_canonically() -> None:
-    for mutant in mutants(candidate("{'a': [1, 2.5, (True, b'x')]}, {3, 4}, -1"),
-                          random.Random(5), 8):  # fmt: skip
+    for mutant in mutants(
+        candidate("{'a': [1, 2.5, (True, b'x')]}, {3, 4}, -1"), random.Random(5), 8
+    ):
         call = parse_call(mutant.call)
         rendered = ", ".join(values.render(arg) for arg in call.args)
         assert mutant.input_repr == rendered
@@ -244,8 +279,7 @@ def test_prefer_new_coverage_orders_by_greedy_gain() -> None:
         (d, [1, 2, 5], [(2, False)]),  # after c, still a new branch
     ]
     order = prefer_new_coverage([1, 2], [], scored)
-    assert [m.input_repr for m in order] == [c.input_repr, d.input_repr, a.input_repr,
-                                             b.input_repr]  # fmt: skip
+    assert [m.input_repr for m in order] == [c.input_repr, d.input_repr, a.input_repr, b.input_repr]
     # Nothing new at all: the original order stays.
     same = [(a, [1], []), (b, [1], [])]
     assert prefer_new_coverage([1], [], same) == [a, b]

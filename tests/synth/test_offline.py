@@ -15,7 +15,7 @@ from codereasoner.execution import Pool, Program, parse_call
 from codereasoner.synth.catalog import catalog
 from codereasoner.synth.constraints import violations
 from codereasoner.synth.generators.offline import OfflineGenerator, case_random
-from codereasoner.synth.generators.offline_conditions import Var, conditions, holds
+from codereasoner.synth.generators.offline_conditions import Role, Var, conditions, holds
 from codereasoner.synth.generators.offline_quality import outcome, run_candidates, unique_share
 from codereasoner.synth.generators.offline_values import Values
 from codereasoner.values import render
@@ -93,8 +93,14 @@ def test_output_does_not_depend_on_the_hash_seed_or_the_process() -> None:
     digests = set()
     for hash_seed in ("0", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        done = subprocess.run([sys.executable, "-c", DIGEST], env=env, capture_output=True,
-                              text=True, check=True, timeout=120)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", DIGEST],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
         digests.add(done.stdout.strip())
     assert len(digests) == 1
 
@@ -110,12 +116,18 @@ def test_every_argument_kind_of_every_signature_can_be_made() -> None:
 
 
 CONDITION_VALUES = {
-    "char": ["a", "Z", "7", " ", "q"], "int": [0, 3, -4, 9], "float": [0.5, -2.25, 3.0],
-    "str": ["abc", "", "Hello", "x1", "tea"], "bytes": [b"abc", b"", b"sit"],
-    "list": [[0, 1, 2], [], [5, 5]], "tuple": [(1, 2), (), (4, 4, 0)],
-    "set": [{1, 2}, set(), {4, 9}], "dict": [{"a": 3}, {}, {"x": 0, "k": 7}],
-    "any": [0, "a", None, [1]], "key": ["a", "k", "zz"],
-}  # fmt: skip
+    "char": ["a", "Z", "7", " ", "q"],
+    "int": [0, 3, -4, 9],
+    "float": [0.5, -2.25, 3.0],
+    "str": ["abc", "", "Hello", "x1", "tea"],
+    "bytes": [b"abc", b"", b"sit"],
+    "list": [[0, 1, 2], [], [5, 5]],
+    "tuple": [(1, 2), (), (4, 4, 0)],
+    "set": [{1, 2}, set(), {4, 9}],
+    "dict": [{"a": 3}, {}, {"x": 0, "k": 7}],
+    "any": [0, "a", None, [1]],
+    "key": ["a", "k", "zz"],
+}
 
 
 def test_condition_predicates_agree_with_execution(pool: Pool) -> None:
@@ -123,10 +135,13 @@ def test_condition_predicates_agree_with_execution(pool: Pool) -> None:
     for kind, samples in CONDITION_VALUES.items():
         for methods in (False, True):
             for _ in range(3):
-                var = Var("v", kind, "loop")
+                var = Var("v", kind, Role.LOOP)
                 options = conditions(var, methods, rng, binary=kind == "bytes")
-                code = "def f(v):\n    return [" + ", ".join(
-                    f"bool({text})" for text, _, _ in options) + "]"  # fmt: skip
+                code = (
+                    "def f(v):\n    return ["
+                    + ", ".join(f"bool({text})" for text, _, _ in options)
+                    + "]"
+                )
                 calls = [parse_call(f"f({render(value)})") for value in samples]
                 results = pool.run_batch(Program(code), calls)
                 for value, result in zip(samples, results, strict=True):

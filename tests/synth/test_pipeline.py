@@ -61,22 +61,38 @@ CONSTANT = "def f(text):\n    size = len(text)\n    return size >= 0"
 PLANTED: list[tuple[str, str, str, tuple[str, str] | None]] = [
     # (method, code, input, expected drop (stage, reason) or None when kept)
     ("str.partition", GOOD, "'ab,cd', ','", None),
-    ("list.index", "def f(xs):\n    k = xs.index(99)\n    return k + 1", "[1, 2]",
-     ("execution", "raised")),
+    (
+        "list.index",
+        "def f(xs):\n    k = xs.index(99)\n    return k + 1",
+        "[1, 2]",
+        ("execution", "raised"),
+    ),
     ("set.add", HASH_ORDER, WORDS, ("determinism", "hash_seed_dependent")),
     ("str.partition", GOOD_RENAMED, "'ab,cd', ','", ("dedup", "ast_duplicate")),
-    ("str.upper", "def f(text):\n    big = text.upper()\n    return big * 30", "'abcd'",
-     ("execution", "output_too_long")),
-    ("str.strip", "import os\ndef f(text):\n    return text.strip()", "' a '",
-     ("static", "import")),
+    (
+        "str.upper",
+        "def f(text):\n    big = text.upper()\n    return big * 30",
+        "'abcd'",
+        ("execution", "output_too_long"),
+    ),
+    (
+        "str.strip",
+        "import os\ndef f(text):\n    return text.strip()",
+        "' a '",
+        ("static", "import"),
+    ),
     ("str.upper", RENAMED_BENCHMARK, "'abc xyz', 2", ("decontam", "near_duplicate")),
     ("str.upper", DOCSTRING, "'abcdef'", None),
-    ("list.count", "def f(xs):\n    n = 0\n    while True:\n        n += xs.count(1)", "[1]",
-     ("static", "infinite_loop")),
+    (
+        "list.count",
+        "def f(xs):\n    n = 0\n    while True:\n        n += xs.count(1)",
+        "[1]",
+        ("static", "infinite_loop"),
+    ),
     ("set.pop", SET_POP, "{10, 11, 2, 3}", ("determinism", "set_layout_dependent")),
     ("set.add", SET_SORTED, "{1, 10, 5}", None),
     ("str.count", CONSTANT, "'abc'", None),
-]  # fmt: skip
+]
 KEPT = [f"p-{number}" for number, planted in enumerate(PLANTED) if planted[3] is None]
 
 
@@ -146,11 +162,19 @@ def test_planted_candidates_are_kept_or_dropped_for_the_right_reason(
     assert original["exec"]["hashseed_stable"] and original["exec"]["lines_covered"] == [2, 3]
     assert original["exec"]["steps"] == 2 and original["mutation"] is None
     assert original["decontam"] == {
-        "checked": ["cruxeval-o"], "missing": ["lcb-execution", "reval", "core-output",
-        "core-probe"], "rule": "literal", "rules": ["ngram10", "short_exact", "near_duplicate"],
-        "matches": 0}  # fmt: skip
-    assert original["filters"]["passed"] == ["static", "dedup", "decontam", "execution",
-                                             "determinism"]  # fmt: skip
+        "checked": ["cruxeval-o"],
+        "missing": ["lcb-execution", "reval", "core-output", "core-probe"],
+        "rule": "literal",
+        "rules": ["ngram10", "short_exact", "near_duplicate"],
+        "matches": 0,
+    }
+    assert original["filters"]["passed"] == [
+        "static",
+        "dedup",
+        "decontam",
+        "execution",
+        "determinism",
+    ]
     assert original["exec"]["set_order_checked"] is False  # no set can reach it
     sets = next(case for case in cases if case["id"] == "p-10")
     assert sets["exec"]["set_order_checked"] is True and sets["output"] == "[3, 5, 10]"
@@ -159,14 +183,14 @@ def test_planted_candidates_are_kept_or_dropped_for_the_right_reason(
     assert 3 <= len(mutants) <= 6
     # CONSTANT's mutants all return True through the same lines: none is kept, each says why
     constant = [d for d in dropped.values() if d.get("parent") == "p-11"]
-    assert constant and {(d["stage"], d["reason"]) for d in constant} == {
-        ("mutation", "redundant")}  # fmt: skip
+    assert constant and {(d["stage"], d["reason"]) for d in constant} == {("mutation", "redundant")}
     by_id = {case["id"]: case for case in cases}
     for mutant in mutants:  # every kept mutant adds an output or a line or branch
         parent = by_id[mutant["mutation"]["parent"]]
         lines = set(mutant["exec"]["lines_covered"]) <= set(parent["exec"]["lines_covered"])
         branches = {tuple(b) for b in mutant["exec"]["branches"]} <= {
-            tuple(b) for b in parent["exec"]["branches"]}  # fmt: skip
+            tuple(b) for b in parent["exec"]["branches"]
+        }
         assert not (mutant["output"] == parent["output"] and lines and branches), mutant
     for case in cases:  # every kept case really returns its recorded output, re-run here
         result = pool.run(Program(case["code"]), parse_call(case["call"]))
@@ -178,9 +202,14 @@ def test_planted_candidates_are_kept_or_dropped_for_the_right_reason(
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["kept"] == {"total": len(cases), "originals": 4, "mutants": len(mutants)}
     assert summary["decontam"] == {
-        "skipped": None, "rule": "literal", "checked": ["cruxeval-o"],
-        "missing": ["lcb-execution", "reval", "core-output", "core-probe"], "programs": 1,
-        "dropped": {"near_duplicate": 1}, "matches": {"cruxeval-o": 1}}  # fmt: skip
+        "skipped": None,
+        "rule": "literal",
+        "checked": ["cruxeval-o"],
+        "missing": ["lcb-execution", "reval", "core-output", "core-probe"],
+        "programs": 1,
+        "dropped": {"near_duplicate": 1},
+        "matches": {"cruxeval-o": 1},
+    }
     layout = [d["id"] for d in dropped.values() if d["reason"] == "set_layout_dependent"]
     assert "p-9" in layout and all(i.startswith("p-9") for i in layout)  # it and its mutants
     assert summary["drop_reasons"]["determinism/set_layout_dependent"] == len(layout)
@@ -252,10 +281,11 @@ def test_grouped_batches_give_each_program_its_own_results_and_line_numbers(pool
 # A benchmark program and a case that share only generic 10-grams (``for i in range ( len ( s )
 # ) :``: keywords, built-ins and one-letter names) and are otherwise unrelated.
 GENERIC_BENCHMARK = BenchmarkProgram(
-    "cruxeval-o", "sample_9",
+    "cruxeval-o",
+    "sample_9",
     "def f(s):\n    n = 0\n    for i in range(len(s)):\n        n += s.count(s[i]) * 7\n    return n",
     ("f('banana')", "26"),
-)  # fmt: skip
+)
 GENERIC_CASE = (
     "def f(s):\n    out = ''\n    for i in range(len(s)):\n        out = s[i] + out\n    return out"
 )
@@ -271,8 +301,10 @@ class OneSource:
 
     def produce(self, indices: range) -> list[Candidate | Drop]:
         constraints = Constraints(False, False, ("for",))
-        return [Candidate(f"g-{i}", "str.count", self.code, self.arguments, constraints, "one")
-                for i in indices]  # fmt: skip
+        return [
+            Candidate(f"g-{i}", "str.count", self.code, self.arguments, constraints, "one")
+            for i in indices
+        ]
 
     def committed_lines(self) -> list[str]:
         return []
@@ -299,7 +331,8 @@ def test_a_generic_10gram_drops_a_case_under_the_literal_rule_only(
         outcomes[rule] = (cases, dropped)
     cases, dropped = outcomes["literal"]
     assert cases == [] and [(d["stage"], d["reason"], d["detail"]) for d in dropped] == [
-        ("decontam", "ngram10", "cruxeval-o:sample_9")]  # fmt: skip
+        ("decontam", "ngram10", "cruxeval-o:sample_9")
+    ]
     audit = _lines(tmp_path / "literal" / "audit.jsonl")
     assert audit[0]["detail"] == "for i in range ( len ( s ) )"
     cases, dropped = outcomes["specific"]

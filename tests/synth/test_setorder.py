@@ -19,37 +19,57 @@ LIMITS = Limits(timeout_s=1.0, memory_mb=256)
 
 # (code, call): the output depends on the order in which a set of ints iterates.
 ORDER_DEPENDENT = [
-    ("def f(group):\n    score = 0\n    if 3 in group:\n        score += abs(group.pop())\n"
-     "    return score", "f({10, 11, 2, 3})"),  # the finding's example: CPython pops 2
-    ("def f(bag):\n    bag = bag.copy()\n    bag.add(len(bag))\n    return list(bag)[1:]",
-     "f({1, 10, 5})"),
+    (
+        "def f(group):\n    score = 0\n    if 3 in group:\n        score += abs(group.pop())\n"
+        "    return score",
+        "f({10, 11, 2, 3})",
+    ),  # the finding's example: CPython pops 2
+    (
+        "def f(bag):\n    bag = bag.copy()\n    bag.add(len(bag))\n    return list(bag)[1:]",
+        "f({1, 10, 5})",
+    ),
     ("def f(xs):\n    s = set(xs)\n    return [v for v in s if v % 3][::2]", "f([0, 5, 7, 8])"),
     ("def f(a, b):\n    return ''.join(str(v) for v in a | b)", "f({1, 9}, {17})"),
     ("def f(xs):\n    seen = {x % 10 for x in xs}\n    return str(seen)", "f([11, 3, 25])"),
     ("def f(d):\n    keys = d.keys() - {0}\n    return next(iter(keys))", "f({1: 'a', 2: 'b'})"),
-    ("def f(items):\n    fs = frozenset(items)\n    fs -= {99}\n    return tuple(fs)",
-     "f([8, 1, 16])"),
-    ("def f(rows):\n    return [sorted(r, key=lambda v: v % 2) for r in rows]",
-     "f([{2, 4, 1}, [7]])"),  # stable sort of a set: ties keep the set's order
-]  # fmt: skip
+    (
+        "def f(items):\n    fs = frozenset(items)\n    fs -= {99}\n    return tuple(fs)",
+        "f([8, 1, 16])",
+    ),
+    (
+        "def f(rows):\n    return [sorted(r, key=lambda v: v % 2) for r in rows]",
+        "f([{2, 4, 1}, [7]])",
+    ),  # stable sort of a set: ties keep the set's order
+]
 
 # The same kinds of program using sets only in ways that do not depend on their order.
 ORDER_FREE = [
-    ("def f(group):\n    total = 0\n    while group:\n        total += group.pop()\n"
-     "    return total", "f({10, 11, 2, 3})"),
-    ("def f(bag):\n    bag = bag.copy()\n    bag.add(len(bag))\n    return sorted(bag)[1:]",
-     "f({1, 10, 5})"),
+    (
+        "def f(group):\n    total = 0\n    while group:\n        total += group.pop()\n"
+        "    return total",
+        "f({10, 11, 2, 3})",
+    ),
+    (
+        "def f(bag):\n    bag = bag.copy()\n    bag.add(len(bag))\n    return sorted(bag)[1:]",
+        "f({1, 10, 5})",
+    ),
     ("def f(xs):\n    s = set(xs)\n    return {v for v in s if v % 3}", "f([0, 5, 7, 8])"),
     ("def f(a, b):\n    return (a | b, len(a & b), max(a ^ b), 9 in a - b)", "f({1, 9}, {17})"),
-    ("def f(xs):\n    seen = {x % 10 for x in xs}\n    return str(sorted(seen)), seen",
-     "f([11, 3, 25])"),
-    ("def f(items):\n    fs = frozenset(items)\n    fs -= {99}\n    return fs, [fs]",
-     "f([8, 1, 16])"),
-    ("def f(words):\n    return [set(w) for w in words], {frozenset({1, 2}): 'x'}",
-     "f(['ab', 'ba'])"),
+    (
+        "def f(xs):\n    seen = {x % 10 for x in xs}\n    return str(sorted(seen)), seen",
+        "f([11, 3, 25])",
+    ),
+    (
+        "def f(items):\n    fs = frozenset(items)\n    fs -= {99}\n    return fs, [fs]",
+        "f([8, 1, 16])",
+    ),
+    (
+        "def f(words):\n    return [set(w) for w in words], {frozenset({1, 2}): 'x'}",
+        "f(['ab', 'ba'])",
+    ),
     ("def f(s):\n    return s.pop() if len(s) == 1 else str(s)", "f({5})"),  # one element
     ("def f(n, s):\n    out = n - 3\n    return (out & 7) + len(s)", "f(12, {1, 2})"),  # ints
-]  # fmt: skip
+]
 
 
 def _pair(pool: Pool, code: str, call_text: str) -> tuple[object, object]:
@@ -57,8 +77,9 @@ def _pair(pool: Pool, code: str, call_text: str) -> tuple[object, object]:
     rewritten = perturbed(code, "f", [call])
     assert rewritten is not None, code
     ast.parse(rewritten)
-    plain, turned = run_grouped(pool, [Work(code, "f", [call]), Work(rewritten, "f", [call])],
-                                LIMITS)  # fmt: skip
+    plain, turned = run_grouped(
+        pool, [Work(code, "f", [call]), Work(rewritten, "f", [call])], LIMITS
+    )
     return plain[0][0], turned[0][0]
 
 

@@ -9,17 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from codereasoner import benchmarks
+from codereasoner import tasks
 from codereasoner.benchmarks import core
 from codereasoner.execution import Pool, TraceOptions, parse_call
 from codereasoner.tasks import Answer, Grading, Item, ParseFailure, Reason, template
-from codereasoner.tasks.core_output import CoreOutput, ancestor_output, extract_answer
-from codereasoner.tasks.core_probe import CoreProbe, CoreTasks, check_trace, match_value
+from codereasoner.tasks.core_output import (
+    OUTPUT_TASK,
+    CoreOutput,
+    ancestor_output,
+    extract_answer,
+)
+from codereasoner.tasks.core_probe import PROBE_TASK, CoreProbe, check_trace, match_value
 from codereasoner.trace import trace_call
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "core"
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "benchmarks.md"
-ITEMS = {item.id: item for item in benchmarks.get("core").load(FIXTURES)}
+PATHS = {name: FIXTURES / name for name in (core.IO.filename, core.QA.filename)}
+ITEMS = {item.id: item for item in core.load(PATHS, "core", (OUTPUT_TASK, PROBE_TASK))}
 OUTPUT = CoreOutput()
 PROBE = CoreProbe()
 
@@ -36,8 +42,11 @@ def _spec_blocks() -> list[str]:
 def test_output_prompts_are_the_papers_templates_byte_for_byte(index: int, style: str) -> None:
     item = ITEMS["3034_0"]
     block = _spec_blocks()[index]
-    expected = (block.replace("{code}", item.fields["code"])
-                .replace("{func_name}", item.fields["func_name"]).replace("{x}", item.fields["x"]))  # fmt: skip
+    expected = (
+        block.replace("{code}", item.fields["code"])
+        .replace("{func_name}", item.fields["func_name"])
+        .replace("{x}", item.fields["x"])
+    )
     assert OUTPUT.prompt(item, style) == expected + "\n"  # the ancestor's strings end with "\n"
 
 
@@ -112,21 +121,23 @@ def test_extraction_corpus(text: str, expected: str | None) -> None:
         assert isinstance(found, ParseFailure) and found.text == text
     else:
         assert found == Answer(expected)
-    assert CoreTasks().extract(text) == PROBE.extract(text) == found  # one rule, both kinds
+    output, probe = ITEMS["36_2"], ITEMS["Fine/36_0#1"]
+    assert OUTPUT.extract(output, text) == PROBE.extract(probe, text) == found  # one rule
 
 
 def test_ancestor_extraction_needs_a_closing_fence() -> None:
     assert ancestor_output("```python\nassert f(1) == 3\n```") == Answer("3")
     assert ancestor_output("assert f(1) == 2\n```\nassert f(1) == [1, 2] \n```") == Answer("[1, 2]")
     assert ancestor_output("# Answer:\nassert f(1) == 3") == Answer("")  # the paper's prompts
-    assert OUTPUT.extract("x == 1\n```", mode="official") == Answer("1")
+    item = ITEMS["36_2"]
+    assert OUTPUT.extract(item, "x == 1\n```", mode="official") == Answer("1")
     with pytest.raises(ValueError, match="robust"):
-        OUTPUT.extract("x", mode="official-openai")
+        OUTPUT.extract(item, "x", mode="official-openai")
 
 
 def _grade(item: Item, texts: list[str], grading: Grading) -> list[tuple[bool, Reason]]:
-    answers = [OUTPUT.extract(text) for text in texts]
-    scores = CoreTasks().plan(item, answers, grading).resolve()  # literals: no sandbox job
+    answers = [OUTPUT.extract(item, text) for text in texts]
+    scores = tasks.get(item.task).plan(item, answers, grading).resolve()  # literals: no job
     return [(score.correct, score.reason) for score in scores]
 
 
@@ -135,8 +146,12 @@ def test_output_grading_project_and_ancestor() -> None:
     boolean = ITEMS["9001_0"]  # gold JSON "true"
     texts = ["assert in_order(1, 2) == True", "Answer: true", "Answer: 1", "Answer: ???", "nothing"]
     assert _grade(boolean, texts, Grading.STRICT) == [
-        ok, ok, wrong, (False, Reason.NOT_LITERAL), (False, Reason.NO_ANSWER)
-    ]  # fmt: skip
+        ok,
+        ok,
+        wrong,
+        (False, Reason.NOT_LITERAL),
+        (False, Reason.NO_ANSWER),
+    ]
     crash = (False, Reason.BAD_TRUTH)  # upstream's ast.literal_eval("true") raises
     assert _grade(boolean, texts, Grading.OFFICIAL) == [crash] * 4 + [(False, Reason.NO_ANSWER)]
     number = ITEMS["3034_0"]  # gold "7"
@@ -155,13 +170,15 @@ def test_output_grading_project_and_ancestor() -> None:
 def test_unparsable_answers_are_counted_not_dropped() -> None:
     item = ITEMS["Fine/36_0#0"]
     answers = [
-        PROBE.extract(t) for t in ("no answer here", "Answer: ???", "Answer: 3", "Answer: 3")
+        PROBE.extract(item, t) for t in ("no answer here", "Answer: ???", "Answer: 3", "Answer: 3")
     ]
     scores = PROBE.plan(item, answers).resolve()
     assert [(s.sample, s.correct, s.reason) for s in scores] == [
-        (0, False, Reason.NO_ANSWER), (1, False, Reason.NOT_LITERAL),
-        (2, True, Reason.CORRECT), (3, True, Reason.CORRECT),
-    ]  # fmt: skip
+        (0, False, Reason.NO_ANSWER),
+        (1, False, Reason.NOT_LITERAL),
+        (2, True, Reason.CORRECT),
+        (3, True, Reason.CORRECT),
+    ]
     assert PROBE.score(item, ParseFailure("nothing")).reason is Reason.NO_ANSWER
 
 
@@ -207,13 +224,15 @@ def test_single_value_probe_matching(gold: str, text: str, correct: bool) -> Non
     assert match_value(values.parse(gold), text) is correct
 
 
-def test_composite_task_dispatches_on_the_item() -> None:
-    tasks = CoreTasks()
-    assert tasks.prompt(ITEMS["36_0"]) == OUTPUT.prompt(ITEMS["36_0"])
-    assert tasks.prompt(ITEMS["Fine/36_0#0"]) == PROBE.prompt(ITEMS["Fine/36_0#0"])
-    assert tasks.score(ITEMS["Fine/3034_2#0"], Answer("[[1, 7]]")).correct
-    with pytest.raises(ValueError, match="not a CoRE task"):
-        tasks.plan(dataclasses.replace(ITEMS["36_0"], task="output_prediction"), [])
+def test_the_registry_dispatches_on_the_item() -> None:
+    assert {item.task for item in ITEMS.values()} == {OUTPUT_TASK, PROBE_TASK}
+    output, probe = ITEMS["36_0"], ITEMS["Fine/36_0#0"]
+    assert isinstance(tasks.get(output.task), CoreOutput)
+    assert isinstance(tasks.get(probe.task), CoreProbe)
+    assert tasks.get(output.task).prompt(output) == OUTPUT.prompt(output)
+    assert tasks.get(probe.task).prompt(probe) == PROBE.prompt(probe)
+    probe = ITEMS["Fine/3034_2#0"]
+    assert tasks.get(probe.task).score(probe, Answer("[[1, 7]]")).correct
 
 
 def test_check_trace_on_fixture_probes(pool: Pool) -> None:

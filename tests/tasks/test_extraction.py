@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codereasoner.tasks import Answer, InputPrediction, OutputPrediction, ParseFailure
+from codereasoner.tasks import Answer, InputPrediction, Item, OutputPrediction, ParseFailure
 from codereasoner.tasks import extraction as ex
 
 # ---------------------------------------------------------------------------------------
@@ -196,13 +196,15 @@ def test_robust_call_wants_the_entry_point() -> None:
 
 def test_task_extract_modes() -> None:
     output, given = OutputPrediction("cruxeval"), InputPrediction()
+    item = Item("x", "cruxeval-o", "output_prediction", call="f('x')", truth="'a==b'")
     completion = "assert f('x') == 'a==b'\n"
-    assert output.extract(completion) == Answer("'a")
-    assert output.extract(completion, mode="robust") == Answer("'a==b'")
-    assert isinstance(output.extract("no idea", mode="robust"), ParseFailure)
-    assert given.extract("assert f('a==b') == 1", mode="robust") == Answer("f('a==b')")
+    assert output.extract(item, completion) == Answer("'a")
+    assert output.extract(item, completion, mode="robust") == Answer("'a==b'")
+    assert isinstance(output.extract(item, "no idea", mode="robust"), ParseFailure)
+    assert given.extract(item, "assert f('a==b') == 1", mode="robust") == Answer("f('a==b')")
     lcb = OutputPrediction("livecodebench")
-    assert lcb.extract("assert g(a = 1) == [\n1]\n") == Answer("[")
-    assert lcb.extract("assert g(a = 1) == [\n1]\n", mode="robust") == Answer("[\n1]")
+    assert (output.name, lcb.name) == ("output_prediction", "lcb_execution")
+    assert lcb.extract(item, "assert g(a = 1) == [\n1]\n") == Answer("[")
+    assert lcb.extract(item, "assert g(a = 1) == [\n1]\n", mode="robust") == Answer("[\n1]")
     with pytest.raises(ValueError, match="style 'phind' not supported"):
-        lcb.extract("x", style="phind")
+        lcb.extract(item, "x", style="phind")

@@ -8,11 +8,12 @@ strict grading (literals only) decides.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from codereasoner import benchmarks
+from codereasoner import benchmarks, tasks
 from codereasoner.execution import Limits, Pool
 from codereasoner.tasks import (
     Answer,
@@ -25,6 +26,7 @@ from codereasoner.tasks import (
     run_plans,
     truth_jobs,
 )
+from codereasoner.tasks.plans import MAX_ANSWER_CHARS
 from tests.fixtures import DEVIATIONS, official_verdicts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cruxeval"
@@ -143,21 +145,25 @@ def test_ground_truth_self_check_on_fixtures(pool: Pool) -> None:
 
 def test_answers_over_the_cap_are_refused_before_parsing_in_every_kind() -> None:
     """No task kind parses, extracts further or runs an answer over MAX_ANSWER_CHARS."""
-    from codereasoner.tasks.plans import MAX_ANSWER_CHARS
-    from codereasoner.tasks.reval_output import RevalOutput
-    from codereasoner.tasks.state import State
-    from codereasoner.tasks.test_output import TestOutputPrediction
-
     huge = "[" + "0, " * (MAX_ANSWER_CHARS // 3) + "]"
-    items, _, _ = load("output")
-    state = Item("s", "reval", "state", truth='[["int", "1"]]', truth_format="json")
-    output = Item("o", "reval", "output", program="def f():\n    return 1", entry="f",
-                  metadata={"output_pred": "assert f() == ??"})  # fmt: skip
-    for kind, item in [(OutputPrediction("cruxeval"), items[0]), (InputPrediction(), items[0]),
-                       (TestOutputPrediction(), items[0]), (State(), state),
-                       (RevalOutput(), output)]:  # fmt: skip
-        for grading in ("official", "strict") if kind.name != "output" else ("official",):
+    crux = load("output")[0][0]
+    special = {
+        "coverage": Item("c", "reval", "coverage", truth="true", truth_format="json"),
+        "state": Item("s", "reval", "state", truth='[["int", "1"]]', truth_format="json"),
+        "path": Item("p", "reval", "path", program="x = 1", truth="[-1]", truth_format="json"),
+        "output": Item(
+            "o",
+            "reval",
+            "output",
+            program="def f():\n    return 1",
+            entry="f",
+            metadata={"output_pred": "assert f() == ??"},
+        ),
+    }
+    for name in tasks.names():
+        kind, item = tasks.get(name), replace(special.get(name, crux), task=name)
+        for grading in ("official", "strict") if name != "output" else ("official",):
             plan = kind.plan(item, [Answer(huge)], grading)
-            assert not plan.jobs, kind
+            assert not plan.jobs, name
             (score,) = plan.resolve()
             assert score.reason is Reason.ANSWER_TOO_LONG and len(score.answer or "") <= 200

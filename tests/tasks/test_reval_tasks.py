@@ -8,30 +8,32 @@ from pathlib import Path
 
 import pytest
 
+from codereasoner import tasks
 from codereasoner.benchmarks import reval
 from codereasoner.benchmarks.reval_items import build_items
 from codereasoner.benchmarks.reval_truth import PairTruth
 from codereasoner.execution import Pool
 from codereasoner.tasks import Answer, Item, ParseFailure, Reason, run_plans, template
-from codereasoner.tasks.path import answer_lines
+from codereasoner.tasks.path import PathPrediction, answer_lines
 from codereasoner.tasks.reval_output import (
     completed_answer,
     filled_holes,
     penalized,
 )
-from codereasoner.tasks.reval_tasks import KINDS, RevalTasks
 from codereasoner.tasks.state_answers import NIL, StateError, parse_state, state_verdict
 from tests.conftest import SHARED_DATA
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"
 SHARED = SHARED_DATA / "reval"
 SPEC = SHARED_DATA.parent / "reference" / "benchmarks.md"
-TASKS = RevalTasks()
+KIND_NAMES = ("coverage", "state", "path", "output")
 RUNNING_MAX = (
     "from typing import List\n\n\ndef running_max(xs: List[int]) -> List[int]:\n    out = []\n"
     "    best = None\n    for x in xs:\n        if best is None or x > best:\n            best = x\n"
     "        out.append(best)\n    return out\n"
 )
+# The item a completion answers: robust path extraction reads line numbers in its program.
+QUESTION = {name: Item(f"q/{name}", "reval", name, program=RUNNING_MAX) for name in KIND_NAMES}
 HASHES = {  # benchmarks.md 4.3
     "direct_coverage": "1a96d57e3d7eec08c8b757381ba7d9d3ee4b77dfd631a009aae685f504a7629d",
     "cot_coverage": "3809a152403f7fd116f5f6724dbdf6abc0479689eb999cad1d814bf6d6214f3b",
@@ -46,11 +48,20 @@ HASHES = {  # benchmarks.md 4.3
 
 def items_without_truth(folder: Path) -> dict[str, Item]:
     """Items with placeholder truth: prompts do not depend on it (no sandbox needed)."""
-    pairs = reval.read_pairs({name: folder / name for name in (reval.DATA.filename,
-                                                               reval.TASKS.filename)})  # fmt: skip
-    blank = {p.key: PairTruth([True] * len(p.questions), [[-1]] * len(p.questions),
-                              [None] * len(p.questions), ["trace"] * len(p.questions), "0", 0)
-             for p in pairs}  # fmt: skip
+    pairs = reval.read_pairs(
+        {name: folder / name for name in (reval.DATA.filename, reval.TASKS.filename)}
+    )
+    blank = {
+        p.key: PairTruth(
+            [True] * len(p.questions),
+            [[-1]] * len(p.questions),
+            [None] * len(p.questions),
+            ["trace"] * len(p.questions),
+            "0",
+            0,
+        )
+        for p in pairs
+    }
     return {item.id: item for item in build_items(pairs, blank, "reval")}
 
 
@@ -82,28 +93,34 @@ def spec_block(title: str) -> str:
 @pytest.mark.skipif(not SPEC.exists() or not SHARED.exists(), reason="shared data not available")
 def test_rendered_prompts_match_the_spec_examples() -> None:
     items = items_without_truth(SHARED)
-    path = TASKS.prompt(items["DREval/0/0/17/path"])
+    path = prompt(items["DREval/0/0/17/path"])
     assert path.endswith(spec_block("Rendered direct path prompt tail for DREval/0"))
-    output = TASKS.prompt(items["DREval/85/0/output"])
+    output = prompt(items["DREval/85/0/output"])
     tail = spec_block("Rendered direct output prompt tail for ClassEval DREval/85")
     assert output.endswith(tail.removeprefix("...\n"))
+
+
+def prompt(item: Item, style: str = "direct") -> str:
+    return tasks.get(item.task).prompt(item, style)
 
 
 def test_prompt_dispatch_and_styles() -> None:
     items = items_without_truth(FIXTURES)
     state = items["DREval/2/0/7/state"]
-    prompt = TASKS.prompt(state, "cot")
-    assert prompt.endswith(
+    text = prompt(state, "cot")
+    assert text.endswith(
         "Is Line 7 (        self.count += n) executed when the above test code is called? If so, "
         "what is the value and type of the variable self.count after Line 7 is executed? If not, "
         "answer Nil.\n[/QUESTION]\n[THOUGHT]"
     )
-    assert "\n# setup code executed previously\n        self.counter = Counter(10)\n# \n" in prompt
+    assert "\n# setup code executed previously\n        self.counter = Counter(10)\n# \n" in text
     with pytest.raises(ValueError, match="not a valid Style"):
-        TASKS.prompt(state, "haiku")
+        prompt(state, "haiku")
     with pytest.raises(ValueError, match="not supported here"):
-        TASKS.prompt(state, "phind")
-    assert set(KINDS) == {"coverage", "state", "path", "output"}
+        prompt(state, "phind")
+    assert {item.task for item in items.values()} == set(KIND_NAMES)
+    assert set(KIND_NAMES) <= set(tasks.names())
+    assert isinstance(tasks.get("path"), PathPrediction)
 
 
 # -- extraction: a corpus of messy outputs, per kind ------------------------------------------
@@ -132,9 +149,9 @@ COVERAGE = [  # (completion, style, official, robust; None = no answer)
 
 @pytest.mark.parametrize(("text", "style", "official", "robust"), COVERAGE)
 def test_coverage_extraction(text: str, style: str, official: str, robust: str | None) -> None:
-    task = KINDS["coverage"]
-    assert task.extract(text, style) == Answer(official)
-    found = task.extract(text, style, "robust")
+    task, item = tasks.get("coverage"), QUESTION["coverage"]
+    assert task.extract(item, text, style) == Answer(official)
+    found = task.extract(item, text, style, "robust")
     assert found == (Answer(robust) if robust else ParseFailure("no YES or NO", text))
 
 
@@ -159,9 +176,9 @@ PATH = [  # (completion, style, official, robust)
 
 @pytest.mark.parametrize(("text", "style", "official", "robust"), PATH)
 def test_path_extraction(text: str, style: str, official: str, robust: str | None) -> None:
-    task = KINDS["path"]
-    assert task.extract(text, style) == Answer(official)
-    found = task.extract(text, style, "robust", code=RUNNING_MAX)  # type: ignore[call-arg]
+    task, item = tasks.get("path"), QUESTION["path"]
+    assert task.extract(item, text, style) == Answer(official)
+    found = task.extract(item, text, style, "robust")  # line numbers: of item.program
     assert found == (Answer(robust) if robust else ParseFailure("no line of code", text))
 
 
@@ -190,9 +207,9 @@ STATE = [  # (completion, style, official, robust)
 
 @pytest.mark.parametrize(("text", "style", "official", "robust"), STATE)
 def test_state_extraction(text: str, style: str, official: str, robust: str | None) -> None:
-    task = KINDS["state"]
-    assert task.extract(text, style) == Answer(official)
-    found = task.extract(text, style, "robust")
+    task, item = tasks.get("state"), QUESTION["state"]
+    assert task.extract(item, text, style) == Answer(official)
+    found = task.extract(item, text, style, "robust")
     assert found == (Answer(robust) if robust else ParseFailure("no 'value; type' or Nil", text))
 
 
@@ -211,20 +228,36 @@ OUTPUT = [  # (completion, style, official, robust)
 
 @pytest.mark.parametrize(("text", "style", "official", "robust"), OUTPUT)
 def test_output_extraction(text: str, style: str, official: str, robust: str | None) -> None:
-    task = KINDS["output"]
-    assert task.extract(text, style) == Answer(official)
-    found = task.extract(text, style, "robust")
+    task, item = tasks.get("output"), QUESTION["output"]
+    assert task.extract(item, text, style) == Answer(official)
+    found = task.extract(item, text, style, "robust")
     assert found == (Answer(robust) if robust else ParseFailure("no test code", text))
 
 
-def test_composite_extraction_needs_the_item_for_kind_rules() -> None:
+def test_each_item_is_extracted_by_its_own_kind() -> None:
     items = items_without_truth(FIXTURES)
     text = "[ANSWER]\n10\n[/ANSWER]"
-    assert TASKS.extract_for(items["DREval/0/0/9/path"], text, "direct", "robust") == Answer(
-        "out.append(best)"
+    path = items["DREval/0/0/9/path"]
+    assert tasks.get(path.task).extract(path, text, "direct", "robust") == Answer(
+        "out.append(best)"  # line 10 of the item's own program
     )
-    assert TASKS.extract(text) == Answer("10")  # only the shared tag cutting
-    assert isinstance(TASKS.extract("[THOUGHT] unfinished", "cot"), ParseFailure)
+    # the rules all four share: the [ANSWER] tags are cut, an unfinished CoT gets the kind's
+    # upstream sentinel (officially), an empty answer block is no answer (robustly)
+    unfinished = "[THOUGHT]\nstill thinking\n[ANSWER]\nYES"
+    sentinels = {"coverage": "NO", "state": "ERROR", "path": "-2", "output": "ERROR"}
+    missing = {
+        "coverage": "no YES or NO",
+        "state": "no 'value; type' or Nil",
+        "path": "no line of code",
+        "output": "no test code",
+    }
+    for name, sentinel in sentinels.items():
+        kind, item = tasks.get(name), QUESTION[name]
+        answer = "YES" if name == "coverage" else "10"
+        assert kind.extract(item, f"[ANSWER]\n{answer}\n[/ANSWER]") == Answer(answer), name
+        assert kind.extract(item, unfinished, "cot") == Answer(sentinel), name
+        empty = "[THOUGHT]\nx\n[/THOUGHT]\n[ANSWER]\n[/ANSWER]"
+        assert kind.extract(item, empty, "cot", "robust") == ParseFailure(missing[name], empty)
 
 
 # -- state answers ----------------------------------------------------------------------------
@@ -233,16 +266,24 @@ def test_composite_extraction_needs_the_item_for_kind_rules() -> None:
 @pytest.mark.parametrize(
     ("answer", "parsed"),
     [
-        ("Nil", NIL), ("nil", NIL), ("[Nil]", NIL), ("Nil; NoneType", NIL),
-        ("3; int", (3, "int")), ("3; Integer", (3, "int")), ("'a'; string", ("a", "str")),
-        ("[1, 2]; List[int]", ([1, 2], "list")), ("(1, 2); tuple[int, int]", ((1, 2), "tuple")),
-        ("1, 2; int, int", ((1, 2), "tuple")), ("5; <class 'int'>", (5, "int")),
-        ("None; NoneType", (None, "NoneType")), ("abc; str", ("abc", "str")),
+        ("Nil", NIL),
+        ("nil", NIL),
+        ("[Nil]", NIL),
+        ("Nil; NoneType", NIL),
+        ("3; int", (3, "int")),
+        ("3; Integer", (3, "int")),
+        ("'a'; string", ("a", "str")),
+        ("[1, 2]; List[int]", ([1, 2], "list")),
+        ("(1, 2); tuple[int, int]", ((1, 2), "tuple")),
+        ("1, 2; int, int", ((1, 2), "tuple")),
+        ("5; <class 'int'>", (5, "int")),
+        ("None; NoneType", (None, "NoneType")),
+        ("abc; str", ("abc", "str")),
         ("true; str", ("true", "str")),  # eval fails upstream: the raw text
         # greedy generic removal: list[tuple[...]] keeps "list[tuple", which contains "tuple"
         ("[(1, 2)]; list[tuple[int, int]]", ([(1, 2)], "tuple")),
     ],
-)  # fmt: skip
+)
 def test_state_answers_parse(answer: str, parsed: object) -> None:
     found = parse_state(answer)
     assert found == NIL if parsed == NIL else (found.value, found.type) == parsed  # type: ignore[union-attr]
@@ -323,7 +364,8 @@ def test_output_rules() -> None:
 
 
 def graded(pool: Pool, item: Item, answers: list[str]) -> list[tuple[bool, Reason]]:
-    (scores,) = run_plans(pool, [TASKS.plan(item, [Answer(text) for text in answers])])
+    plan = tasks.get(item.task).plan(item, [Answer(text) for text in answers])
+    (scores,) = run_plans(pool, [plan])
     return [(score.correct, score.reason) for score in scores]
 
 
@@ -336,37 +378,60 @@ def fixture_items(pool: Pool, tmp_path_factory: pytest.TempPathFactory) -> dict[
 
 def test_output_grading_in_the_sandbox(pool: Pool, fixture_items: dict[str, Item]) -> None:
     classeval = fixture_items["DREval/2/0/output"]
-    assert graded(pool, classeval, [
-        "assertEqual(self.counter.add(5), 15)\nassertEqual(self.counter.add(2), 17)",
-        "assertEqual(self.counter.add(5), 15)\nassertEqual(self.counter.add(2), 18)",
-        "assert self.counter.add(5) == 15\nassert self.counter.add(2) == 17",  # 'self.assert ...'
-        "self.assertEqual(self.counter.add(5), 15)\nself.assertEqual(self.counter.add(2), 17)",
-        "assertEqual(self.counter.add(5), 15)\nassertTrue(True)",
-        "ERROR",
-    ]) == [
-        (True, Reason.CORRECT), (False, Reason.ASSERTION_FAILED),
-        # upstream: 'self.assert ...' is a syntax error, self.self.assertEqual an AttributeError;
-        # here neither runs: the answer changes the question's code
-        (False, Reason.UNSUPPORTED_ASSERTION), (False, Reason.UNSUPPORTED_ASSERTION),
-        (False, Reason.WRONG), (False, Reason.WRONG),  # penalties
-    ]  # fmt: skip
+    assert (
+        graded(
+            pool,
+            classeval,
+            [
+                "assertEqual(self.counter.add(5), 15)\nassertEqual(self.counter.add(2), 17)",
+                "assertEqual(self.counter.add(5), 15)\nassertEqual(self.counter.add(2), 18)",
+                "assert self.counter.add(5) == 15\nassert self.counter.add(2) == 17",  # 'self.assert ...'
+                "self.assertEqual(self.counter.add(5), 15)\nself.assertEqual(self.counter.add(2), 17)",
+                "assertEqual(self.counter.add(5), 15)\nassertTrue(True)",
+                "ERROR",
+            ],
+        )
+        == [
+            (True, Reason.CORRECT),
+            (False, Reason.ASSERTION_FAILED),
+            # upstream: 'self.assert ...' is a syntax error, self.self.assertEqual an AttributeError;
+            # here neither runs: the answer changes the question's code
+            (False, Reason.UNSUPPORTED_ASSERTION),
+            (False, Reason.UNSUPPORTED_ASSERTION),
+            (False, Reason.WRONG),
+            (False, Reason.WRONG),  # penalties
+        ]
+    )
     leak = fixture_items["DREval/2/1/output"]
     # one line answers the last line; the question's first two lines are prepended
     assert graded(pool, leak, ["assertEqual(0, counter.count)", "assertEqual(0, 3)"]) == [
-        (True, Reason.CORRECT), (False, Reason.ASSERTION_FAILED),
-    ]  # fmt: skip
+        (True, Reason.CORRECT),
+        (False, Reason.ASSERTION_FAILED),
+    ]
     human = fixture_items["DREval/1/0/output"]
-    assert graded(pool, human, [
-        "assert total([1, 2]) == 11", "assert total([1, 2]) == 12", "assert total([1, 2]) ==",
-        "assert total([1, 2]) == total([1, 2])",  # an expression: recorded, then the question
-        "assert total([1, 2]) == 11  # the sum plus 8",  # layout and comments do not matter
-        "assert total([1, 2]) == 11\nassert True == True",  # penalised, as upstream
-        "assert total([1, 2]) == 11\nx = 1",  # changes the question's code: not run
-        "assert total([1, 2]) == __import__('os').getpid() * 0 + 11",  # any expression
-    ]) == [(True, Reason.CORRECT), (False, Reason.ASSERTION_FAILED),
-           (False, Reason.SYNTAX_ERROR), (True, Reason.CORRECT), (True, Reason.CORRECT),
-           (False, Reason.WRONG), (False, Reason.UNSUPPORTED_ASSERTION),
-           (True, Reason.CORRECT)]  # fmt: skip
+    assert graded(
+        pool,
+        human,
+        [
+            "assert total([1, 2]) == 11",
+            "assert total([1, 2]) == 12",
+            "assert total([1, 2]) ==",
+            "assert total([1, 2]) == total([1, 2])",  # an expression: recorded, then the question
+            "assert total([1, 2]) == 11  # the sum plus 8",  # layout and comments do not matter
+            "assert total([1, 2]) == 11\nassert True == True",  # penalised, as upstream
+            "assert total([1, 2]) == 11\nx = 1",  # changes the question's code: not run
+            "assert total([1, 2]) == __import__('os').getpid() * 0 + 11",  # any expression
+        ],
+    ) == [
+        (True, Reason.CORRECT),
+        (False, Reason.ASSERTION_FAILED),
+        (False, Reason.SYNTAX_ERROR),
+        (True, Reason.CORRECT),
+        (True, Reason.CORRECT),
+        (False, Reason.WRONG),
+        (False, Reason.UNSUPPORTED_ASSERTION),
+        (True, Reason.CORRECT),
+    ]
 
 
 def test_output_holes_are_read_from_the_syntax_tree() -> None:
@@ -374,9 +439,11 @@ def test_output_holes_are_read_from_the_syntax_tree() -> None:
     filled = filled_holes(
         question, "x = A()\nassertEqual(x.f(2), 5)  # five\nassertEqual(x.h(), x.g())"
     )
-    assert filled == ("x = A()\nassertEqual(x.f(2), __reval_holes__[0])\n"
-                      "assertEqual(__reval_holes__[1], x.g())", (["v", 5], ["v", None]),
-                      {1: "x.h()"})  # fmt: skip
+    assert filled == (
+        "x = A()\nassertEqual(x.f(2), __reval_holes__[0])\nassertEqual(__reval_holes__[1], x.g())",
+        (["v", 5], ["v", None]),
+        {1: "x.h()"},
+    )
     assert filled_holes(question, "x = B()\nassertEqual(x.f(2), 5)\nassertEqual(1, x.g())") is None
     assert filled_holes("assert f(1) == ??", "assert f(1) == 2\nx = 1") is None
     assert filled_holes("assert f(1) == ??", "assert f(1) == " + "+".join(["x"] * 3000)) is None
@@ -388,25 +455,36 @@ def test_output_holes_are_read_from_the_syntax_tree() -> None:
 
 def test_line_kinds_grading(pool: Pool, fixture_items: dict[str, Item]) -> None:
     assert graded(pool, fixture_items["DREval/2/0/9/coverage"], ["YES", "NO", "yes"]) == [
-        (True, Reason.CORRECT), (False, Reason.WRONG), (True, Reason.CORRECT),
-    ]  # fmt: skip
-    assert graded(pool, fixture_items["DREval/2/0/9/path"],
-                  ["self.count += n", "-1", "return self.count", "-2"]) == [
-        (True, Reason.CORRECT), (True, Reason.CORRECT), (False, Reason.WRONG),
+        (True, Reason.CORRECT),
         (False, Reason.WRONG),
-    ]  # fmt: skip
-    assert graded(pool, fixture_items["DREval/2/0/9/state"],
-                  ["17; int", "16; int", "17; str", "seventeen"]) == [
-        (True, Reason.CORRECT), (False, Reason.WRONG), (False, Reason.WRONG),
+        (True, Reason.CORRECT),
+    ]
+    assert graded(
+        pool,
+        fixture_items["DREval/2/0/9/path"],
+        ["self.count += n", "-1", "return self.count", "-2"],
+    ) == [
+        (True, Reason.CORRECT),
+        (True, Reason.CORRECT),
+        (False, Reason.WRONG),
+        (False, Reason.WRONG),
+    ]
+    assert graded(
+        pool, fixture_items["DREval/2/0/9/state"], ["17; int", "16; int", "17; str", "seventeen"]
+    ) == [
+        (True, Reason.CORRECT),
+        (False, Reason.WRONG),
+        (False, Reason.WRONG),
         (False, Reason.NOT_LITERAL),
-    ]  # fmt: skip
+    ]
     failure = ParseFailure("no YES or NO", "hmm")
-    (scores,) = run_plans(pool, [TASKS.plan(fixture_items["DREval/0/1/9/coverage"], [failure])])
+    coverage = fixture_items["DREval/0/1/9/coverage"]
+    (scores,) = run_plans(pool, [tasks.get(coverage.task).plan(coverage, [failure])])
     assert (scores[0].correct, scores[0].reason) == (False, Reason.NO_ANSWER)
 
 
 def test_grading_modes() -> None:
     item = items_without_truth(FIXTURES)["DREval/0/0/output"]
     with pytest.raises(ValueError, match="officially"):
-        TASKS.plan(item, [Answer("x")], "strict")
+        tasks.get(item.task).plan(item, [Answer("x")], "strict")
     assert re.fullmatch(r"DREval/\d+/\d+/output", item.id)

@@ -23,8 +23,15 @@ TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "src" / "codereasoner" / "t
 
 
 def crux_item(code: str, input_: str, output: str) -> Item:
-    return Item("x", "cruxeval-o", "output_prediction", program=code, call=f"f({input_})",
-                truth=output, fields={"code": code, "input": input_, "output": output})  # fmt: skip
+    return Item(
+        "x",
+        "cruxeval-o",
+        "output_prediction",
+        program=code,
+        call=f"f({input_})",
+        truth=output,
+        fields={"code": code, "input": input_, "output": output},
+    )
 
 
 def test_every_template_file_has_a_named_source() -> None:

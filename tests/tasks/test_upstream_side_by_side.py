@@ -11,11 +11,14 @@ answers it deliberately refuses are in ``DEVIATIONS`` and docs/evaluation.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from codereasoner import benchmarks
+from codereasoner import tasks
+from codereasoner.benchmarks import livecodebench
 from codereasoner.execution import Call, Limits, Pool, Program, Status
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks import Answer, Item, OutputPrediction, Reason, run_plans
@@ -92,8 +95,14 @@ def upstream_passes(pool: Pool, program: str, truth: str, answer: str) -> bool:
 
 
 def item(truth: str, index: int) -> Item:
-    return Item(f"sample_{index}", "cruxeval-o", "output_prediction", program=IMPORTS + PROGRAM,
-                call="f(0)", truth=truth)  # fmt: skip
+    return Item(
+        f"sample_{index}",
+        "cruxeval-o",
+        "output_prediction",
+        program=IMPORTS + PROGRAM,
+        call="f(0)",
+        truth=truth,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -146,31 +155,35 @@ def test_input_prediction_calls_returning_equal_values(pool: Pool) -> None:
 
 
 def test_livecodebench_execution_answers_with_numpy_and_counters(pool: Pool) -> None:
-    bench = benchmarks.get("lcb-execution")
-    base = bench.load(benchmarks_fixture("livecodebench"))[1]  # extremes(a=[4, 9, 2]) -> (2, 9)
+    base = lcb_items(livecodebench.load_execution, "lcb-execution")[1]  # extremes(a=[4, 9, 2])
+    task = tasks.get(base.task)
     answers = ["(np.int64(2), 9)", "tuple(pd.Series([2, 9]))", "(2, 9.0)", "(np.int64(3), 9)"]
-    plans = [bench.task.plan(base, [Answer(answer)]) for answer in answers]
+    plans = [task.plan(base, [Answer(answer)]) for answer in answers]
     scores = [s[0] for s in run_plans(pool, plans, LIMITS)]
     upstream = [upstream_passes(pool, base.program, base.truth, answer) for answer in answers]
     assert [s.correct for s in scores] == upstream == [True, True, True, False]
-    counter = Item("c", "lcb-execution", "output_prediction", program=base.program,
-                   call="g()", truth="{'a': 3}", entry="g")  # fmt: skip
-    score = run_plans(pool, [bench.task.plan(counter, [Answer("Counter({'a': 3})")])], LIMITS)
-    assert score[0][0].correct and upstream_passes(pool, base.program, "{'a': 3}",
-                                                   "Counter({'a': 3})")  # fmt: skip
+    counter = replace(base, id="c", call="g()", truth="{'a': 3}", entry="g")
+    score = run_plans(pool, [task.plan(counter, [Answer("Counter({'a': 3})")])], LIMITS)
+    assert score[0][0].correct
+    assert upstream_passes(pool, base.program, "{'a': 3}", "Counter({'a': 3})")
 
 
 def test_livecodebench_test_output_answers_see_json(pool: Pool) -> None:
-    bench = benchmarks.get("lcb-test-output")
-    double = {it.id: it for it in bench.load(benchmarks_fixture("livecodebench"))}["2001_0"]
-    task: TestOutputPrediction = bench.task  # type: ignore[assignment]
-    texts = ["assert doubleIt([1, 2, 3]) == json.loads('[2, 4, 6]')",
-             "assert doubleIt([1, 2, 3]) == json.loads('[2, 4, 7]')",
-             "assert doubleIt([1, 2, 3]) == list(np.array([2, 4, 6]))"]  # fmt: skip
-    plans = [task.plan(double, [task.extract(text)]) for text in texts]
+    items = lcb_items(livecodebench.load_test_output, "lcb-test-output")
+    double = {it.id: it for it in items}["2001_0"]
+    task = tasks.get(double.task)
+    assert isinstance(task, TestOutputPrediction)
+    texts = [
+        "assert doubleIt([1, 2, 3]) == json.loads('[2, 4, 6]')",
+        "assert doubleIt([1, 2, 3]) == json.loads('[2, 4, 7]')",
+        "assert doubleIt([1, 2, 3]) == list(np.array([2, 4, 6]))",
+    ]
+    plans = [task.plan(double, [task.extract(double, text)]) for text in texts]
     got = [s[0].correct for s in run_plans(pool, plans, LIMITS)]
     assert got == [True, False, False]  # upstream's grader has json, not numpy, imported
 
 
-def benchmarks_fixture(name: str) -> Path:
-    return Path(__file__).resolve().parents[1] / "fixtures" / name
+def lcb_items(load: Callable[..., list[Item]], benchmark: str) -> list[Item]:
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "livecodebench"
+    paths = {name: folder / name for name in ("execution-v2.jsonl", "test_generation.jsonl")}
+    return load(paths, benchmark=benchmark)

@@ -8,7 +8,6 @@ engines side by side in the sandbox on synthesized and benchmark programs.
 from __future__ import annotations
 
 import gc
-import importlib.util
 import json
 import shutil
 import sys
@@ -18,9 +17,10 @@ from types import ModuleType
 import pytest
 
 from codereasoner.execution import Call, Pool, Program, TraceOptions, parse_call
+from codereasoner.execution.sandboxed import TRACER_MODULES
 from codereasoner.synth.generators.offline import OfflineGenerator
 from codereasoner.trace import trace_batches
-from tests.trace import load_flat
+from tests.trace import _FLAT_MODULES, load_flat, load_tracer_copy
 from tests.trace.test_sandbox_trace import CORE, REVAL, _core_work, _reval_work
 from tests.trace.test_tracer import _ProgramGenerator, load
 
@@ -43,17 +43,10 @@ def test_sandbox_workers_load_the_c_fast_path(pool: Pool) -> None:
 
 
 def _module_without_extension(tmp_path: Path) -> ModuleType:
-    """tracer.py loaded from a folder with no _tracecore build beside it."""
-    shutil.copyfile(Path(tracer.__file__), tmp_path / "tracer.py")
-    spec = importlib.util.spec_from_file_location("tracer_without_core", tmp_path / "tracer.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
+    """The tracer loaded from a folder with no _tracecore build beside its modules."""
+    for name in TRACER_MODULES:
+        shutil.copyfile(_FLAT_MODULES[name], tmp_path / f"{name}.py")
+    return load_tracer_copy(tmp_path)
 
 
 def _args(seed: int) -> tuple:
@@ -65,7 +58,10 @@ def test_without_the_extension_the_tracer_runs_in_pure_python_with_identical_tra
 ) -> None:
     pure = _module_without_extension(tmp_path)
     assert pure.ACCELERATOR is None
-    assert pure._Frame.__mro__[1] is object  # a plain class with all its fields as slots
+    # Plain classes, the first of them with all the fields as slots.
+    assert pure._Frame.__mro__[-1] is object
+    assert not any(base.__module__ == "_tracecore" for base in pure._Frame.__mro__)
+    assert "snap" in pure._Frame.__mro__[-2].__slots__
     assert not pure.Tracer().accelerated
     with pytest.raises(ValueError, match="not built"):
         pure.Tracer(engine="c")
@@ -142,8 +138,11 @@ def test_both_engines_trace_core_and_reval_programs_identically_in_the_sandbox(
     work = _benchmark_work()
     fast, slow = _traces(pool, work, "c"), _traces(pool, work, "python")
     assert sum(trace is not None for trace in fast) >= 1_000
-    differ = [program.source[:200] for (program, _), one, other in zip(work, fast, slow,
-              strict=True) if one != other]  # fmt: skip
+    differ = [
+        program.source[:200]
+        for (program, _), one, other in zip(work, fast, slow, strict=True)
+        if one != other
+    ]
     assert not differ, "\n---\n".join(differ[:3])
 
 

@@ -59,8 +59,9 @@ WIRE: dict[str, Any] = {
 def test_from_wire_and_back() -> None:
     trace = ExecutionTrace.from_wire(WIRE)
     assert len(trace) == trace.line_count == 9
-    assert trace.steps[1] == Step(line=5, frame="f", fid=0, depth=0, loops=((5, 1),),
-                                  changes={"i": "0"})  # fmt: skip
+    assert trace.steps[1] == Step(
+        line=5, frame="f", fid=0, depth=0, loops=((5, 1),), changes={"i": "0"}
+    )
     assert trace.steps[1].iteration == 1 and trace.steps[0].iteration is None
     assert trace.return_value == "[0, 10]" and trace.exception is None and not trace.partial
     assert trace.to_dict() == WIRE
@@ -73,8 +74,16 @@ def test_views() -> None:
     assert trace.coverage("g") == {2}
     assert trace.coverage_by_frame() == {"f": {4, 5, 6, 7}, "g": {2}}
     assert trace.path() == [
-        (4, 5), (5, 6), (6, 5), (2, None), (5, 6), (6, 5), (2, None), (5, 7), (7, None),
-    ]  # fmt: skip
+        (4, 5),
+        (5, 6),
+        (6, 5),
+        (2, None),
+        (5, 6),
+        (6, 5),
+        (2, None),
+        (5, 7),
+        (7, None),
+    ]
     assert trace.path("g") == [(2, None), (2, None)]
     assert trace.values_at("out", 6) == ["[0]", "[0, 10]"]
     assert trace.values_at("i", 5) == ["0", "1", "1"]

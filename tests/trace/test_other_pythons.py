@@ -1,10 +1,10 @@
 """The C fast path on the other CPython versions present on this machine (3.12, 3.13).
 
 For each interpreter found, the extension is compiled against that interpreter's headers into a
-scratch folder beside copies of tracer.py and values.py, and a script run by that interpreter
-traces a corpus of programs with both engines: the traces must be identical and the return
-values right. Skipped where no other version is installed (CI machines have pyenv's 3.12 and
-3.13).
+scratch folder beside copies of the tracer's modules and values.py, and a script run by that
+interpreter traces a corpus of programs with both engines: the traces must be identical and the
+return values right. Skipped where no other version is installed (CI machines have pyenv's 3.12
+and 3.13).
 """
 
 from __future__ import annotations
@@ -62,8 +62,10 @@ def _interpreter(version: str) -> str | None:
 
 
 def _corpus() -> list[tuple[str, list]]:
-    corpus = [(_ProgramGenerator(seed).program(), [seed % 5, seed % 3 - 1, [seed % 7, 2]])
-              for seed in range(150)]  # fmt: skip
+    corpus = [
+        (_ProgramGenerator(seed).program(), [seed % 5, seed % 3 - 1, [seed % 7, 2]])
+        for seed in range(150)
+    ]
     corpus += [(source, [1]) for source in PROGRAMS.values()]
     corpus += [(FLIP, [[1, 2], list(range(20))]), (REINSTALL, [5]), (HOLDERS, [5]), (CALLS, [5])]
     return corpus
@@ -75,29 +77,50 @@ def test_the_c_fast_path_builds_and_matches_pure_python_on(version: str, tmp_pat
     if python is None or shutil.which("gcc") is None:
         pytest.skip(f"no Python {version} or no gcc here")
     probe = subprocess.run(
-        [python, "-c", "import sysconfig, importlib.machinery as m; "
-         "print(sysconfig.get_paths()['include']); print(m.EXTENSION_SUFFIXES[0])"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            python,
+            "-c",
+            "import sysconfig, importlib.machinery as m; "
+            "print(sysconfig.get_paths()['include']); print(m.EXTENSION_SUFFIXES[0])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     include, suffix = probe.stdout.split()
     if not (Path(include) / "Python.h").exists():
         pytest.skip(f"no headers for Python {version}")
     build = subprocess.run(
-        ["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", "-Wno-unused-parameter",
-         "-Wno-missing-field-initializers", "-Wno-cast-function-type", f"-I{include}",
-         str(SOURCE), "-o", str(tmp_path / f"_tracecore{suffix}")],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            "gcc",
+            "-O2",
+            "-shared",
+            "-fPIC",
+            "-Wall",
+            "-Werror",
+            "-Wno-unused-parameter",
+            "-Wno-missing-field-initializers",
+            "-Wno-cast-function-type",
+            f"-I{include}",
+            str(SOURCE),
+            "-o",
+            str(tmp_path / f"_tracecore{suffix}"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert build.returncode == 0, build.stderr
-    for name in ("tracer", "values"):
-        shutil.copyfile(_FLAT_MODULES[name], tmp_path / f"{name}.py")
+    for name, path in _FLAT_MODULES.items():  # values and the tracer's modules
+        shutil.copyfile(path, tmp_path / f"{name}.py")
     corpus = _corpus()
     (tmp_path / "corpus.json").write_text(json.dumps(corpus))
     (tmp_path / "run.py").write_text(SCRIPT)
     done = subprocess.run(
         [python, "-I", str(tmp_path / "run.py"), str(tmp_path), str(tmp_path / "corpus.json")],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     assert report["differ"] == []

@@ -46,8 +46,10 @@ def test_each_call_of_a_batch_has_its_own_trace(pool: Pool) -> None:
 
 
 def test_step_cap_ends_the_child_even_if_the_program_swallows_exceptions(pool: Pool) -> None:
-    source = ("def f():\n    n = 0\n    while True:\n        try:\n            n += 1\n"
-              "        except BaseException:\n            pass\n")  # fmt: skip
+    source = (
+        "def f():\n    n = 0\n    while True:\n        try:\n            n += 1\n"
+        "        except BaseException:\n            pass\n"
+    )
     traced = trace_call(pool, Program(source), parse_call("f()"), TraceOptions(max_steps=100))
     assert traced.result.status is Status.OUTPUT_LIMIT
     assert traced.trace.partial and traced.trace.partial_reason == "max_steps"
@@ -159,9 +161,7 @@ def test_reval_programs_trace_in_the_sandbox_like_plain_execution(pool: Pool) ->
         reason = traced.trace.partial_reason
         if reason not in (None, "max_steps"):
             problems.append(f"{name}: {reason}")
-        if (traced.result.status, traced.result.value) != (
-            untraced.status, untraced.value
-        ):  # fmt: skip
+        if (traced.result.status, traced.result.value) != (untraced.status, untraced.value):
             problems.append(
                 f"{name}: plain {untraced.describe()} but traced {traced.result.describe()}"
             )

@@ -27,6 +27,7 @@ MANIFEST = "manifest.json"
 TIMEOUT_S = 60.0
 ROWS_PAGE = 100  # the Hugging Face dataset viewer serves at most 100 rows per request
 _CHUNK = 1 << 16
+LOCAL_HINT = "pass --data-dir to use local files"
 
 
 class DataUnavailable(Exception):
@@ -112,23 +113,29 @@ def locate(
         paths = {source.filename: Path(data_dir) / source.filename for source in sources}
         for name, path in paths.items():
             if not path.is_file():
-                raise DataUnavailable(f"{path}: not found (the {dataset} data directory must "
-                                      f"hold {name})")  # fmt: skip
+                raise DataUnavailable(
+                    f"{path}: not found (the {dataset} data directory must hold {name})"
+                )
         return paths
     paths = {}
     for entry in status(dataset, sources, cache):
         if not entry.verified:
             if not download:
-                raise DataUnavailable(f"{entry.path}: not in the cache; run "
-                                      f"'codereasoner bench fetch' or pass --data-dir")  # fmt: skip
+                raise DataUnavailable(
+                    f"{entry.path}: not in the cache; run "
+                    f"'codereasoner bench fetch' or pass --data-dir"
+                )
             fetch(dataset, entry.source, cache)
         paths[entry.source.filename] = entry.path
     return paths
 
 
-def fetch(dataset: str, source: Source, cache: Path | None = None) -> Path:
-    """Download one file into the cache, check it, and record it in the manifest."""
-    folder = (cache or cache_root()) / dataset
+def fetch(
+    dataset: str, source: Source, cache: Path | None = None, *, folder: Path | None = None
+) -> Path:
+    """Download one file into the cache (or ``folder``), check it, and record it in the
+    folder's manifest."""
+    folder = folder if folder is not None else (cache or cache_root()) / dataset
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / source.filename
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{source.filename}.")
@@ -140,8 +147,10 @@ def fetch(dataset: str, source: Source, cache: Path | None = None) -> Path:
                 _copy_url(source.url, out)
         digest = sha256_file(Path(temporary))
         if source.sha256 and digest != source.sha256:
-            raise DataUnavailable(f"{source.url}: sha256 {digest} does not match the pinned "
-                                  f"{source.sha256}; refusing the download")  # fmt: skip
+            raise DataUnavailable(
+                f"{source.url}: sha256 {digest} does not match the pinned "
+                f"{source.sha256}; refusing the download"
+            )
         os.replace(temporary, target)
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -171,8 +180,7 @@ def _open_url(url: str) -> Iterator[BinaryIO]:
         raise DataUnavailable(f"{url}: HTTP {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise DataUnavailable(f"{url}: download failed ({reason}); pass --data-dir to use "
-                              "local files") from None  # fmt: skip
+        raise DataUnavailable(f"{url}: download failed ({reason}); {LOCAL_HINT}") from None
 
 
 def _copy_url(url: str, out: BinaryIO) -> None:
@@ -203,7 +211,8 @@ def _write_rows(url: str, out: BinaryIO) -> None:
                     f"{page_url}: expected row {position}, got {entry.get('row_idx')}"
                 )
             if entry.get("truncated_cells"):
-                raise DataUnavailable(f"{page_url}: row {position} has truncated cells "
-                                      f"{entry['truncated_cells']}")  # fmt: skip
+                raise DataUnavailable(
+                    f"{page_url}: row {position} has truncated cells {entry['truncated_cells']}"
+                )
             out.write(json.dumps(entry["row"], ensure_ascii=False).encode() + b"\n")
         offset += len(rows)

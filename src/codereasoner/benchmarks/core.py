@@ -31,17 +31,21 @@ from typing import Any
 
 from codereasoner import values
 from codereasoner.benchmarks.cache import DataUnavailable, Source
+from codereasoner.benchmarks.spec import Benchmark, Metrics
 from codereasoner.execution import CallSyntaxError
 from codereasoner.execution.call import check_entry
-from codereasoner.tasks import Item
+from codereasoner.tasks import Extraction, Item
 from codereasoner.tasks.core_output import OUTPUT_TASK, PREAMBLE, program
 from codereasoner.tasks.core_probe import PROBE_TASK
 
 COMMIT = "d735fad4b6de791eae544b59e726bfb8586095b7"
 UPSTREAM = f"https://github.com/ZJUSig/CoRE/tree/{COMMIT}"
 _RAW = f"https://raw.githubusercontent.com/ZJUSig/CoRE/{COMMIT}/"
-QA = Source("core_qa.json", _RAW + "core_qa.json",
-            sha256="26e51a7a5a27d58231241fdb17d73f93b3266d2133b5f3eb31c7b627036dc1c2")  # fmt: skip
+QA = Source(
+    "core_qa.json",
+    _RAW + "core_qa.json",
+    sha256="26e51a7a5a27d58231241fdb17d73f93b3266d2133b5f3eb31c7b627036dc1c2",
+)
 IO = Source("core_io.json", _RAW + "core_io.json")  # sha256 recorded at the first download
 GIT_BLOBS = {"core_qa.json": "12323cb9eba949e31ecb2be41d885c9a08dd3da8",
              "core_io.json": "0a25555dbbdacd11d804c8928ed2c6df26526edc"}  # fmt: skip
@@ -87,7 +91,7 @@ DIMENSIONS = {
 _FAMILIES = (("deepseek", "DeepSeek"), ("claude", "Claude"), ("gemini", "Gemini"),
              ("qwen", "Qwen"), ("o1", "OpenAI"), ("4o", "OpenAI"), ("gpt", "OpenAI"))  # fmt: skip
 _JSON = (str, int, float, bool, list, dict, type(None))
-__all__ = ["IO", "PREAMBLE", "QA", "load", "program", "skipped_probes"]
+__all__ = ["BENCHMARKS", "IO", "PREAMBLE", "QA", "load", "program", "skipped_probes"]
 
 
 def load(paths: Mapping[str, Path], benchmark: str, kinds: tuple[str, ...]) -> list[Item]:
@@ -177,8 +181,9 @@ def _arguments(where: str, text: str, field: str) -> None:
         try:
             values.parse(f"[{text}]")
         except values.ValueParseError as exc:
-            raise DataUnavailable(f"{where}: field {field!r} is not a list of literals "
-                                  f"({exc})") from None  # fmt: skip
+            raise DataUnavailable(
+                f"{where}: field {field!r} is not a list of literals ({exc})"
+            ) from None
 
 
 def _gold_output(where: str, value: object) -> tuple[str, str]:
@@ -224,13 +229,25 @@ def load_outputs(path: Path, benchmark: str) -> list[Item]:
         problem = problem_key(rid)
         count = sum(key[0] == problem for key in implementations)
         implementation = implementations.setdefault((problem, record["code"]), f"{problem}/{count}")
-        items.append(Item(
-            id=rid, benchmark=benchmark, task=OUTPUT_TASK, program=record["code"], entry=entry,
-            call=f"{entry}({arguments})", truth=truth, truth_format=fmt,
-            fields={"code": record["code"], "func_name": entry, "x": arguments},
-            metadata={"problem": problem, "implementation": implementation,
-                      "code_model": record["model_used"], "family": family(record["model_used"])},
-        ))  # fmt: skip
+        items.append(
+            Item(
+                id=rid,
+                benchmark=benchmark,
+                task=OUTPUT_TASK,
+                program=record["code"],
+                entry=entry,
+                call=f"{entry}({arguments})",
+                truth=truth,
+                truth_format=fmt,
+                fields={"code": record["code"], "func_name": entry, "x": arguments},
+                metadata={
+                    "problem": problem,
+                    "implementation": implementation,
+                    "code_model": record["model_used"],
+                    "family": family(record["model_used"]),
+                },
+            )
+        )
     return items
 
 
@@ -267,9 +284,16 @@ def _root(functions: list[ast.FunctionDef]) -> str | None:
 # probes (core_qa.json)
 # ---------------------------------------------------------------------------------------
 
-QA_FIELDS = {"id": str, "source_code": str, "input": str, "output": str, "meta_data": dict,
-             "model_used": str, "question": (str, type(None)),
-             "ground_truth": (str, dict, type(None))}  # fmt: skip
+QA_FIELDS = {
+    "id": str,
+    "source_code": str,
+    "input": str,
+    "output": str,
+    "meta_data": dict,
+    "model_used": str,
+    "question": (str, type(None)),
+    "ground_truth": (str, dict, type(None)),
+}
 
 
 def load_probes(path: Path, benchmark: str) -> list[Item]:
@@ -310,8 +334,9 @@ def _probe_gold(item_id: str, record: dict[str, Any]) -> tuple[str, str] | None:
     where, truth, question = record["_where"], record["ground_truth"], record["question"]
     if truth is None or question is None:
         if truth is not None or question is not None:
-            raise DataUnavailable(f"{where}: question and ground_truth must both be null or "
-                                  "neither")  # fmt: skip
+            raise DataUnavailable(
+                f"{where}: question and ground_truth must both be null or neither"
+            )
         return None
     if isinstance(truth, dict):
         parts = {}
@@ -319,13 +344,16 @@ def _probe_gold(item_id: str, record: dict[str, Any]) -> tuple[str, str] | None:
             try:
                 parts[name] = values.parse(text) if isinstance(text, str) else text
             except values.ValueParseError as exc:
-                raise DataUnavailable(f"{where}: field 'ground_truth' part {name!r} is not a "
-                                      f"literal ({exc})") from None  # fmt: skip
+                raise DataUnavailable(
+                    f"{where}: field 'ground_truth' part {name!r} is not a literal ({exc})"
+                ) from None
         return values.render(parts), "dict"
     for table in (EXCLUDED, ANSWER_KEY):
         if item_id in table and table[item_id][0] != _digest(truth):
-            raise DataUnavailable(f"{where}: field 'ground_truth' differs from the text the "
-                                  "answer key restates (another data version?)")  # fmt: skip
+            raise DataUnavailable(
+                f"{where}: field 'ground_truth' differs from the text the "
+                "answer key restates (another data version?)"
+            )
     if item_id in EXCLUDED:
         return None
     if item_id in ANSWER_KEY:
@@ -333,8 +361,9 @@ def _probe_gold(item_id: str, record: dict[str, Any]) -> tuple[str, str] | None:
     try:
         values.parse(truth)
     except values.ValueParseError:
-        raise DataUnavailable(f"{where}: field 'ground_truth' is free text with no answer-key "
-                              f"entry: {truth[:60]!r}") from None  # fmt: skip
+        raise DataUnavailable(
+            f"{where}: field 'ground_truth' is free text with no answer-key entry: {truth[:60]!r}"
+        ) from None
     return truth, "literal"
 
 
@@ -346,27 +375,105 @@ def _probe_item(
     try:
         check_entry(entry if isinstance(entry, str) else "")
     except CallSyntaxError:
-        raise DataUnavailable(f"{where}: field 'meta_data.func_name' is not a callable name: "
-                              f"{entry!r}") from None  # fmt: skip
+        raise DataUnavailable(
+            f"{where}: field 'meta_data.func_name' is not a callable name: {entry!r}"
+        ) from None
     _arguments(where, record["input"], "input")
     _gold_output(where, record["output"])
     parts = values.parse(gold)
     multi = source == "dict" or (source == "answer_key" and isinstance(parts, dict))
     return Item(
-        id=item_id, benchmark=benchmark, task=PROBE_TASK, program=record["source_code"],
-        entry=entry, call=f"{entry}({record['input']})", truth=gold,
-        fields={"code": record["source_code"], "func_name": entry, "input": record["input"],
-                "question": record["question"]},
+        id=item_id,
+        benchmark=benchmark,
+        task=PROBE_TASK,
+        program=record["source_code"],
+        entry=entry,
+        call=f"{entry}({record['input']})",
+        truth=gold,
+        fields={
+            "code": record["source_code"],
+            "func_name": entry,
+            "input": record["input"],
+            "question": record["question"],
+        },
         metadata={
-            "problem": problem_key(record["id"]), "implementation": record["id"],
-            "gold_source": source, "multi_part": multi,
+            "problem": problem_key(record["id"]),
+            "implementation": record["id"],
+            "gold_source": source,
+            "multi_part": multi,
             "parts": list(parts) if multi and isinstance(parts, dict) else [],
             "dimensions": list(dimensions(record.get("complexity_type"))),
             "complexity_type": record.get("complexity_type"),
             "answer_type": record.get("answer_type"),
             "target_step_index": record.get("target_step_index"),
             "target_line_number": record.get("target_line_number"),
-            "probe_model": record["model_used"], "code_model": meta.get("model_name"),
+            "probe_model": record["model_used"],
+            "code_model": meta.get("model_name"),
             "output": record["output"],
         },
-    )  # fmt: skip
+    )
+
+
+_LICENSE = (
+    "no LICENSE file (treat as all rights reserved; ask the authors); problems from "
+    "HumanEval (MIT) and LiveCodeBench ('cc')"
+)
+
+
+def _declare(
+    name: str,
+    title: str,
+    description: str,
+    kinds: tuple[str, ...],
+    sources: tuple[Source, ...],
+    counts: dict[str, int],
+) -> Benchmark:
+    return Benchmark(
+        name=name,
+        title=title,
+        description=description,
+        tasks=kinds,
+        dataset="core",
+        sources=sources,
+        parse=lambda paths: load(paths, benchmark=name, kinds=kinds),
+        license=_LICENSE,
+        upstream=UPSTREAM,
+        counts=counts,
+        breakdown="problem",
+        breakdown_note="per problem: CoRE scores problems, then averages them",
+        metric_note="I, Is, W, Ws, RCS x 100 and Cons (both definitions), per-problem means, "
+        "mean of runs (upstream: 3); on the 60-problem release, not the paper's 91",
+        metrics=Metrics.INVARIANCE_TRANSPARENCY,
+        extraction=Extraction.ROBUST,
+        extractions=(Extraction.OFFICIAL, Extraction.ROBUST),
+        group_by=("problem",),
+    )
+
+
+BENCHMARKS = (
+    _declare(
+        "core",
+        "CoRE",
+        "output prediction over equivalent implementations and intermediate-state probes of "
+        "the same 60 problems",
+        (OUTPUT_TASK, PROBE_TASK),
+        (IO, QA),
+        {"items": 2216, "outputs": 1978, "probes": 243, "graded_probes": 238, "problems": 60},
+    ),
+    _declare(
+        "core-output",
+        "CoRE output prediction",
+        "predict f(x) for each of several functionally equivalent implementations",
+        (OUTPUT_TASK,),
+        (IO,),
+        {"items": 1978, "implementations": 255, "problems": 60},
+    ),
+    _declare(
+        "core-probe",
+        "CoRE intermediate-state probes",
+        "answer a question about an intermediate state of one run",
+        (PROBE_TASK,),
+        (QA,),
+        {"items": 238, "probes": 243, "graded_probes": 238, "problems": 60},
+    ),
+)

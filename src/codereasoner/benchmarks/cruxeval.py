@@ -10,6 +10,7 @@ from pathlib import Path
 from codereasoner import values
 from codereasoner.benchmarks.cache import DataUnavailable, Source
 from codereasoner.benchmarks.records import read_jsonl, unique_ids
+from codereasoner.benchmarks.spec import Benchmark, Stops
 from codereasoner.tasks import Item
 
 COMMIT = "190faf16d175b5847b0af05d937872b1fb395942"
@@ -32,12 +33,53 @@ def load(paths: Mapping[str, Path], task: str, benchmark: str) -> list[Item]:
         try:
             output_type = values.type_name(values.parse(row["output"]))
         except values.ValueParseError as exc:
-            raise DataUnavailable(f"{path}:{row['_line']}: field 'output' is not a literal "
-                                  f"({exc})") from None  # fmt: skip
-        items.append(Item(
-            id=row["id"], benchmark=benchmark, task=task, program=row["code"], entry="f",
-            call=f"f({row['input']})", truth=row["output"],
-            fields={"code": row["code"], "input": row["input"], "output": row["output"]},
-            metadata={"output_type": output_type},
-        ))  # fmt: skip
+            raise DataUnavailable(
+                f"{path}:{row['_line']}: field 'output' is not a literal ({exc})"
+            ) from None
+        items.append(
+            Item(
+                id=row["id"],
+                benchmark=benchmark,
+                task=task,
+                program=row["code"],
+                entry="f",
+                call=f"f({row['input']})",
+                truth=row["output"],
+                fields={"code": row["code"], "input": row["input"], "output": row["output"]},
+                metadata={"output_type": output_type},
+            )
+        )
     return items
+
+
+def _declare(name: str, title: str, description: str, task: str) -> Benchmark:
+    return Benchmark(
+        name=name,
+        title=title,
+        description=description,
+        tasks=(task,),
+        dataset="cruxeval",
+        sources=(SOURCE,),
+        parse=lambda paths: load(paths, task=task, benchmark=name),
+        license="MIT (c) 2023 Meta",
+        upstream=UPSTREAM,
+        counts={"items": 800},
+        breakdown="output_type",
+        breakdown_note="type of the gold output (project-defined: the data carries no method "
+        "or category field)",
+        metric_note="pass@k x 100, unbiased estimator; upstream: pass@1 at T=0.2, pass@5 at "
+        "T=0.8, n=10",
+        stops=Stops(raw=("[/ANSWER]",), styles={"phind": ("# done",)}),
+        system="cruxeval/system_openai.txt",
+    )
+
+
+BENCHMARKS = (
+    _declare("cruxeval-o", "CRUXEval-O", "predict the value f(input) returns", "output_prediction"),
+    _declare(
+        "cruxeval-i",
+        "CRUXEval-I",
+        "find an input for which f returns the given output",
+        "input_prediction",
+    ),
+)

@@ -14,6 +14,7 @@ from typing import Any
 
 from codereasoner.benchmarks.cache import DataUnavailable, Source
 from codereasoner.benchmarks.records import read_jsonl, unique_ids
+from codereasoner.benchmarks.spec import Benchmark, Stops
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks import Item
 
@@ -62,10 +63,14 @@ import sys
 """
 
 EXECUTION_FIELDS = {"id": str, "function_name": str, "code": str, "input": str, "output": str}
-TEST_FIELDS = {
-    "question_content": str, "starter_code": str, "question_id": (str, int), "test_id": int,
-    "test": str, "difficulty": str,
-}  # fmt: skip
+TEST_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "question_content": str,
+    "starter_code": str,
+    "question_id": (str, int),
+    "test_id": int,
+    "test": str,
+    "difficulty": str,
+}
 _METADATA = ("question_id", "question_title", "contest_id", "difficulty", "numsteps", "problem_id")
 
 
@@ -78,13 +83,19 @@ def load_execution(paths: Mapping[str, Path], benchmark: str) -> list[Item]:
         _sample_number(path, row)
     items = []
     for row in sorted(rows, key=lambda r: _sample_number(path, r)):
-        items.append(Item(
-            id=row["id"], benchmark=benchmark, task="output_prediction",
-            program=f"{SITE_PACKAGES_PREAMBLE}{BASE_IMPORTS}\n{row['code']}",
-            entry=row["function_name"],
-            call=row["input"], truth=row["output"],
-            fields={"code": row["code"], "input": row["input"]}, metadata=_metadata(row),
-        ))  # fmt: skip
+        items.append(
+            Item(
+                id=row["id"],
+                benchmark=benchmark,
+                task="lcb_execution",
+                program=f"{SITE_PACKAGES_PREAMBLE}{BASE_IMPORTS}\n{row['code']}",
+                entry=row["function_name"],
+                call=row["input"],
+                truth=row["output"],
+                fields={"code": row["code"], "input": row["input"]},
+                metadata=_metadata(row),
+            )
+        )
     return items
 
 
@@ -97,14 +108,24 @@ def load_test_output(paths: Mapping[str, Path], benchmark: str) -> list[Item]:
         test = _first_test(path, row)
         name = function_name(path, row)
         arguments = ", ".join(test["input"].split("\n"))
-        items.append(Item(
-            id=f"{row['question_id']}_{row['test_id']}", benchmark=benchmark,
-            task="test_output_prediction", entry=name, call=f"{name}({arguments})",
-            truth=test["output"], truth_format="json",
-            fields={"question_content": row["question_content"], "starter_code": row["starter_code"],
-                    "func_name": name, "testcase_args": arguments},
-            metadata={**_metadata(row), "test_id": row["test_id"]},
-        ))  # fmt: skip
+        items.append(
+            Item(
+                id=f"{row['question_id']}_{row['test_id']}",
+                benchmark=benchmark,
+                task="test_output_prediction",
+                entry=name,
+                call=f"{name}({arguments})",
+                truth=test["output"],
+                truth_format="json",
+                fields={
+                    "question_content": row["question_content"],
+                    "starter_code": row["starter_code"],
+                    "func_name": name,
+                    "testcase_args": arguments,
+                },
+                metadata={**_metadata(row), "test_id": row["test_id"]},
+            )
+        )
     items.sort(key=lambda item: _order_key(item.metadata["question_id"], item.metadata["test_id"]))
     seen: set[str] = set()
     for item in items:
@@ -167,3 +188,45 @@ def _date(value: object) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
     return str(value)
+
+
+_LICENSE = "code MIT (c) 2024 LiveCodeBench; HF datasets 'cc' (variant unspecified)"
+# Upstream stops raw completions at '###' and sends chat prompts with no stop sequence.
+_STOPS = Stops(raw=("###",), chat=())
+
+BENCHMARKS = (
+    Benchmark(
+        name="lcb-execution",
+        title="LiveCodeBench code execution",
+        description="predict the value a LeetCode-style function call returns",
+        tasks=("lcb_execution",),
+        dataset="livecodebench",
+        sources=(EXECUTION,),
+        parse=lambda paths: load_execution(paths, benchmark="lcb-execution"),
+        license=_LICENSE,
+        upstream=UPSTREAM,
+        counts={"items": 479, "questions": 92},
+        breakdown="difficulty",
+        breakdown_note="difficulty field of the data",
+        metric_note="pass@1 x 100; upstream: n=10, T=0.2",
+        stops=_STOPS,
+        system="livecodebench/execution_system.txt",
+    ),
+    Benchmark(
+        name="lcb-test-output",
+        title="LiveCodeBench test output prediction",
+        description="predict a test's output from the problem statement and signature (no code)",
+        tasks=("test_output_prediction",),
+        dataset="livecodebench",
+        sources=(TEST_GENERATION,),
+        parse=lambda paths: load_test_output(paths, benchmark="lcb-test-output"),
+        license=_LICENSE,
+        upstream=UPSTREAM,
+        counts={"items": 442, "questions": 182},
+        breakdown="difficulty",
+        breakdown_note="difficulty field of the data",
+        metric_note="pass@1, pass@5 reported x 100 here (upstream prints a fraction); n=10, T=0.2",
+        stops=_STOPS,
+        system="livecodebench/test_output_system_generic.txt",
+    ),
+)

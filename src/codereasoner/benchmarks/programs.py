@@ -16,17 +16,20 @@ from codereasoner.synth.decontam import DEFAULT_BENCHMARKS, BenchmarkProgram, Lo
 
 __all__ = ["load_benchmark_programs"]
 
+# Task kinds whose gold output is the answer a model writes for the shown call: that text is
+# benchmark content too (the other kinds' truths are not shown answers).
+OUTPUT_TASKS = ("output_prediction", "lcb_execution")
+
 
 def _data_dir_for(
     name: str, dataset: str, data_dir: Path | Mapping[str, Path] | None
 ) -> Path | None:
-    if data_dir is None:
-        return None
+    """A folder per benchmark or dataset, or one path (``Benchmark.load`` reads either the data
+    root or the benchmark's own folder from it)."""
     if isinstance(data_dir, Mapping):
         chosen = data_dir.get(name, data_dir.get(dataset))
         return Path(chosen) if chosen is not None else None
-    root = Path(data_dir)
-    return root / dataset if (root / dataset).is_dir() else root
+    return None if data_dir is None else Path(data_dir)
 
 
 def load_benchmark_programs(
@@ -76,7 +79,7 @@ def load_benchmark_programs(
             seen.add(key)
             strings: list[str] = []
             for item in group:
-                for text in (item.call, item.truth if item.task == "output_prediction" else ""):
+                for text in (item.call, item.truth if item.task in OUTPUT_TASKS else ""):
                     if text and text not in strings:
                         strings.append(text)
             programs.append(BenchmarkProgram(name, group[0].id, code, tuple(strings)))

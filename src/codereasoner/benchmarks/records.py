@@ -51,6 +51,7 @@ def unique_ids(path: Path, records: list[dict[str, Any]], key: str) -> None:
     for record in records:
         value = record[key]
         if value in seen:
-            raise DataUnavailable(f"{path}:{record['_line']}: duplicate {key} {value!r} "
-                                  f"(first on line {seen[value]})")  # fmt: skip
+            raise DataUnavailable(
+                f"{path}:{record['_line']}: duplicate {key} {value!r} (first on line {seen[value]})"
+            )
         seen[value] = record["_line"]

@@ -28,12 +28,15 @@ from codereasoner.benchmarks.reval_items import build_items
 from codereasoner.benchmarks.reval_programs import case_program, test_classes
 from codereasoner.benchmarks.reval_truth import GT_LIMITS, Pair, PairTruth, TruthError
 from codereasoner.benchmarks.reval_truth import compute_truth as _compute
-from codereasoner.execution import Pool, SandboxUnavailable, plan_isolation, sandboxed
-from codereasoner.tasks import Item
+from codereasoner.benchmarks.spec import Benchmark, Clock, Metrics, Stops
+from codereasoner.execution import Limits, Pool, SandboxUnavailable, plan_isolation, sandboxed
+from codereasoner.tasks import Extraction, Item
 
 __all__ = [
+    "BENCHMARKS",
     "DATA",
     "KINDS",
+    "LIMITS",
     "TASKS",
     "TRUTH_VERSION",
     "UPSTREAM",
@@ -59,9 +62,17 @@ TASKS = Source(
     sha256="a4fea071a4e3108ae00cc8a6a586505bff4237244b2dc8433b22303948fe7fa5",
 )
 KINDS = ("coverage", "state", "path", "output")
+# Upstream limits CPU time (10 s per program run); the wall-clock limit only catches sleepers.
+LIMITS = Limits(timeout_s=10.0, wall_timeout_s=20.0, memory_mb=2048)
 TRUTH_VERSION = 1
-_DATA_FIELDS: dict[str, type | tuple[type, ...]] = {"task_id": str, "entry_point": str, "code": str, "inputs": list,
-                "outputs": list, "test": (str, type(None))}  # fmt: skip
+_DATA_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "task_id": str,
+    "entry_point": str,
+    "code": str,
+    "inputs": list,
+    "outputs": list,
+    "test": (str, type(None)),
+}
 _TASK_FIELDS: dict[str, type | tuple[type, ...]] = {"task_id": str, "idx": int, "tasks": list}
 
 
@@ -90,15 +101,18 @@ def read_pairs(paths: Mapping[str, Path]) -> list[Pair]:
         where = f"{task_path}:{record['_line']}"
         idx = record["idx"]
         if not 0 <= idx < len(rows):
-            raise DataUnavailable(f"{where}: field 'idx' is {idx}, but {data_path} has "
-                                  f"{len(rows)} programs")  # fmt: skip
+            raise DataUnavailable(
+                f"{where}: field 'idx' is {idx}, but {data_path} has {len(rows)} programs"
+            )
         if idx in seen:
             raise DataUnavailable(f"{where}: duplicate idx {idx} (first on line {seen[idx]})")
         seen[idx] = record["_line"]
         row = rows[idx]
         if record["task_id"] != row["task_id"]:
-            raise DataUnavailable(f"{where}: field 'task_id' is {record['task_id']!r}, but "
-                                  f"program {idx} is {row['task_id']!r}")  # fmt: skip
+            raise DataUnavailable(
+                f"{where}: field 'task_id' is {record['task_id']!r}, but "
+                f"program {idx} is {row['task_id']!r}"
+            )
         pairs.extend(_pairs(where, row, record["tasks"]))
     return pairs
 
@@ -109,16 +123,19 @@ def _check_row(path: Path, row: dict[str, Any]) -> None:
         if not isinstance(case, str):
             raise DataUnavailable(f"{where}: field 'inputs[{index}]' must be str")
         if row["test"] is None and not case.rstrip().endswith(",)"):
-            raise DataUnavailable(f"{where}: field 'inputs[{index}]' must be an argument tuple "
-                                  "ending in ',)'")  # fmt: skip
+            raise DataUnavailable(
+                f"{where}: field 'inputs[{index}]' must be an argument tuple ending in ',)'"
+            )
     if row["test"] is not None:
         try:
             found = test_classes(row["test"], row["entry_point"])
         except (SyntaxError, ValueError) as exc:
             raise DataUnavailable(f"{where}: field 'test': {exc}") from None
         if len(found) < len(row["inputs"]):
-            raise DataUnavailable(f"{where}: field 'test' has {len(found)} test classes for "
-                                  f"{len(row['inputs'])} inputs")  # fmt: skip
+            raise DataUnavailable(
+                f"{where}: field 'test' has {len(found)} test classes for "
+                f"{len(row['inputs'])} inputs"
+            )
 
 
 def _pairs(where: str, row: dict[str, Any], tasks: list[Any]) -> list[Pair]:
@@ -130,8 +147,10 @@ def _pairs(where: str, row: dict[str, Any], tasks: list[Any]) -> list[Pair]:
             raise DataUnavailable(f"{where}: field {field!r} must be an object")
         input_idx = _typed(where, task, field, "input_idx", int)
         if not 0 <= input_idx < len(row["inputs"]):
-            raise DataUnavailable(f"{where}: field '{field}.input_idx' is {input_idx}; "
-                                  f"{row['task_id']} has {len(row['inputs'])} inputs")  # fmt: skip
+            raise DataUnavailable(
+                f"{where}: field '{field}.input_idx' is {input_idx}; "
+                f"{row['task_id']} has {len(row['inputs'])} inputs"
+            )
         output_pred = _typed(where, task, field, "output_pred", str)
         questions: list[tuple[int, str]] = []
         for k, question in enumerate(_typed(where, task, field, "task", list)):
@@ -141,11 +160,13 @@ def _pairs(where: str, row: dict[str, Any], tasks: list[Any]) -> list[Pair]:
             lineno = _typed(where, question, inner, "lineno", int)
             var = _typed(where, question, inner, "var", str)
             if not 1 <= lineno <= lines:
-                raise DataUnavailable(f"{where}: field '{inner}.lineno' is {lineno}; the code "
-                                      f"has {lines} lines")  # fmt: skip
+                raise DataUnavailable(
+                    f"{where}: field '{inner}.lineno' is {lineno}; the code has {lines} lines"
+                )
             if any(lineno == line for line, _ in questions):
-                raise DataUnavailable(f"{where}: field '{inner}.lineno': line {lineno} is asked "
-                                      "twice for one input")  # fmt: skip
+                raise DataUnavailable(
+                    f"{where}: field '{inner}.lineno': line {lineno} is asked twice for one input"
+                )
             questions.append((lineno, var))
         found.append(Pair(row, input_idx, tuple(questions), output_pred))
     return found
@@ -167,10 +188,11 @@ def truth_path(paths: Mapping[str, Path], python: str, cache: Path | None = None
     digest.update(f"{python}/{TRUTH_VERSION}".encode())
     for module in (reval_programs, reval_truth, reval_vars):  # any change to how truth is computed
         digest.update(Path(module.__file__ or "").read_bytes())
-    for name in ("tracer.py", "_tracecore.c"):
-        source = Path(sandboxed.__file__ or "").parent / name
-        if source.exists():
-            digest.update(source.read_bytes())
+    folder = Path(sandboxed.__file__ or "").parent
+    tracer = [folder / f"{name}.py" for name in sandboxed.TRACER_MODULES]
+    for file in [*tracer, folder / "_tracecore.c"]:
+        if file.exists():
+            digest.update(file.read_bytes())
     return (cache or cache_root()) / "reval" / f"truth-{digest.hexdigest()[:20]}-py{python}.json"
 
 
@@ -197,8 +219,10 @@ def ground_truth(
             with Pool(limits=GT_LIMITS) as own:
                 truths = _compute(pairs, own)
     except TruthError as exc:
-        raise DataUnavailable(f"REval ground truth: {exc}; the sandbox needs the Debian packages "
-                              "that 'make system-deps' installs") from None  # fmt: skip
+        raise DataUnavailable(
+            f"REval ground truth: {exc}; the sandbox needs the Debian packages "
+            "that 'make system-deps' installs"
+        ) from None
     except SandboxUnavailable as exc:
         raise DataUnavailable(f"REval ground truth needs the sandbox: {exc}") from None
     _write_cache(target, {**(cached or {}), **truths})
@@ -230,3 +254,30 @@ def _write_cache(path: Path, truths: Mapping[str, PairTruth]) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
+
+
+BENCHMARKS = (
+    Benchmark(
+        name="reval",
+        title="REval",
+        description="coverage, state, path and output questions on one run of a program "
+        "(DREval data)",
+        tasks=KINDS,
+        dataset="reval",
+        sources=(DATA, TASKS),
+        parse=lambda paths: load(paths, benchmark="reval"),
+        license="no LICENSE upstream; sources HumanEval (MIT) and ClassEval (MIT)",
+        upstream=UPSTREAM,
+        counts={"items": 10146, "programs": 154, "pairs": 690, "line_questions": 3152},
+        breakdown="source",
+        breakdown_note="humaneval or classeval, the origin of the program",
+        metric_note="accuracy per task (coverage also precision/recall/F1) and Incremental "
+        "Consistency; upstream: 1 sample per question at T=0.8, mean of 5 repeats",
+        metrics=Metrics.ACCURACY_CONSISTENCY,
+        stops=Stops(raw=("[/ANSWER]",)),
+        limits=LIMITS,
+        clock=Clock.CPU,
+        extractions=(Extraction.OFFICIAL, Extraction.ROBUST),
+        group_by=("task_id", "input_idx"),
+    ),
+)

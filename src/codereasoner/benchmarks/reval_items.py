@@ -43,9 +43,10 @@ def _common(pair: Pair) -> dict[str, Any]:
     row = pair.row
     classeval = row["test"] is not None
     meta: dict[str, Any] = {
-        "task_id": row["task_id"], "input_idx": pair.input_idx,
+        "task_id": row["task_id"],
+        "input_idx": pair.input_idx,
         "source": "classeval" if classeval else "humaneval",
-    }  # fmt: skip
+    }
     if classeval:
         meta["test_class"] = test_classes(row["test"], row["entry_point"])[pair.input_idx].name
     return meta
@@ -76,21 +77,32 @@ def _line_item(
     invocation, abbr = _invocation(pair, comment_first=path_prompt)
     fields = {
         "code": _numbered(code) if path_prompt and row["test"] is None else code,
-        "invocation": invocation, "invocation_abbr": abbr, "line": str(line),
-        "codeline": code.split("\n")[line - 1], "var": var,
-    }  # fmt: skip
+        "invocation": invocation,
+        "invocation_abbr": abbr,
+        "line": str(line),
+        "codeline": code.split("\n")[line - 1],
+        "var": var,
+    }
     truths: dict[str, list[Any]] = {
-        "coverage": truth.coverage, "state": truth.state, "path": truth.path,
-    }  # fmt: skip
+        "coverage": truth.coverage,
+        "state": truth.state,
+        "path": truth.path,
+    }
     meta = _common(pair) | {"lineno": line, "var": var, "question": number}
     if kind == "state":
         meta["origin"] = truth.origin[number]
     return Item(
-        id=f"{pair.key}/{line}/{kind}", benchmark=benchmark, task=kind, program=code,
-        entry=row["entry_point"], call=invocation if row["test"] is None else row["inputs"][
-            pair.input_idx], truth=json.dumps(truths[kind][number]), truth_format="json",
-        fields=fields, metadata=meta,
-    )  # fmt: skip
+        id=f"{pair.key}/{line}/{kind}",
+        benchmark=benchmark,
+        task=kind,
+        program=code,
+        entry=row["entry_point"],
+        call=invocation if row["test"] is None else row["inputs"][pair.input_idx],
+        truth=json.dumps(truths[kind][number]),
+        truth_format="json",
+        fields=fields,
+        metadata=meta,
+    )
 
 
 def _output_item(pair: Pair, truth: PairTruth, benchmark: str) -> Item:
@@ -111,17 +123,25 @@ def _output_item(pair: Pair, truth: PairTruth, benchmark: str) -> Item:
         meta["test"] = row["test"]
     reference = reference_answer(pair, truth)
     return Item(
-        id=f"{pair.key}/output", benchmark=benchmark, task="output", program=row["code"],
-        entry=row["entry_point"], call=row["inputs"][pair.input_idx],
-        truth=reference or "", truth_format="source",
-        fields={"code": row["code"], "invocation": invocation}, metadata=meta,
-    )  # fmt: skip
+        id=f"{pair.key}/output",
+        benchmark=benchmark,
+        task="output",
+        program=row["code"],
+        entry=row["entry_point"],
+        call=row["inputs"][pair.input_idx],
+        truth=reference or "",
+        truth_format="source",
+        fields={"code": row["code"], "invocation": invocation},
+        metadata=meta,
+    )
 
 
 def _holes(text: str) -> str:
     parts = text.split(_HOLE)
-    return "".join(part + (_PLACEHOLDER.format(k) if k < len(parts) - 1 else "")
-                   for k, part in enumerate(parts))  # fmt: skip
+    return "".join(
+        part + (_PLACEHOLDER.format(k) if k < len(parts) - 1 else "")
+        for k, part in enumerate(parts)
+    )
 
 
 def _leaks(output_pred: str) -> bool:

@@ -205,13 +205,25 @@ class PairTruth:
     event_lines: dict[int, int] = field(default_factory=dict)  # probed step -> traced line
 
     def to_json(self) -> dict[str, Any]:
-        return {"coverage": self.coverage, "path": self.path, "state": self.state,
-                "origin": self.origin, "output": self.output, "steps": self.steps}  # fmt: skip
+        return {
+            "coverage": self.coverage,
+            "path": self.path,
+            "state": self.state,
+            "origin": self.origin,
+            "output": self.output,
+            "steps": self.steps,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PairTruth:
-        return cls(list(data["coverage"]), [list(p) for p in data["path"]], list(data["state"]),
-                   list(data["origin"]), data["output"], int(data["steps"]))  # fmt: skip
+        return cls(
+            list(data["coverage"]),
+            [list(p) for p in data["path"]],
+            list(data["state"]),
+            list(data["origin"]),
+            data["output"],
+            int(data["steps"]),
+        )
 
 
 def from_trace(pair: Pair, traced: TracedCall) -> PairTruth:
@@ -257,9 +269,12 @@ def probe_plan(pair: Pair, questions: Mapping[int, Sequence[Any]], record: bool)
     for var, events in questions.values():
         for event in events:
             snap[event] = sorted({*snap.get(event, []), *(names_in(var) or [])})
-    return {"snap": snap, "record": record, "max_chars": MAX_VALUE_CHARS,
-            "questions": [[number, var, list(events)] for number, (var, events)
-                          in questions.items()]}  # fmt: skip
+    return {
+        "snap": snap,
+        "record": record,
+        "max_chars": MAX_VALUE_CHARS,
+        "questions": [[number, var, list(events)] for number, (var, events) in questions.items()],
+    }
 
 
 def run_probe(
@@ -303,8 +318,10 @@ def compute_truth(
         for event, line in found["lines"].items():
             expected = truth.event_lines.get(event)
             if line != expected:
-                raise TruthError(f"{pair.key}: the probe saw line {line} at step {event}, the "
-                                 f"trace line {expected}")  # fmt: skip
+                raise TruthError(
+                    f"{pair.key}: the probe saw line {line} at step {event}, the "
+                    f"trace line {expected}"
+                )
         missing = set(plan["snap"]) - set(found["lines"])
         if missing:
             raise TruthError(f"{pair.key}: the probe never reached step {min(missing)}")

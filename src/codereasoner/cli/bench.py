@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from codereasoner import benchmarks
-from codereasoner.benchmarks.cache import DataUnavailable, fetch
+from codereasoner.benchmarks.cache import LOCAL_HINT, DataUnavailable, fetch
 from codereasoner.cli.common import console, fail
 
 bench_app = typer.Typer(help="Describe and fetch benchmarks.", no_args_is_help=True)
@@ -40,8 +40,13 @@ def list_command() -> None:
     for column in ("name", "task", "items", "license", "cache"):
         table.add_column(column, overflow="fold")
     for bench in benchmarks.REGISTRY.values():
-        table.add_row(bench.name, bench.task.name, str(bench.counts.get("items", "?")),
-                      escape(bench.license), _cache_word(bench))  # fmt: skip
+        table.add_row(
+            bench.name,
+            ", ".join(bench.tasks),
+            str(bench.counts.get("items", "?")),
+            escape(bench.license),
+            _cache_word(bench),
+        )
     console.print(table)
 
 
@@ -49,27 +54,47 @@ def list_command() -> None:
 def show_command(
     name: Annotated[str, typer.Argument(help="Benchmark name (see 'bench list').")],
     data_dir: Annotated[
-        Path | None, typer.Option(help="Also load the data from this directory and count it.")
+        Path | None,
+        typer.Option(
+            help="Also load the data from here and count it: the data root (one folder per "
+            "dataset) or the benchmark's own folder."
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """One benchmark: description, task and styles, counts, license, source, files, cache."""
     bench = _get(name)
     info: dict[str, Any] = {
-        "name": bench.name, "title": bench.title, "description": bench.description,
-        "task": bench.task.name, "styles": [style.value for style in bench.task.styles],
-        "counts": dict(bench.counts), "license": bench.license, "source": bench.upstream,
-        "metric": bench.metric_note, "breakdown": f"{bench.breakdown}: {bench.breakdown_note}",
+        "name": bench.name,
+        "title": bench.title,
+        "description": bench.description,
+        "task": ", ".join(bench.tasks),
+        "styles": list(bench.styles),
+        "metrics": bench.metrics,
+        "counts": dict(bench.counts),
+        "license": bench.license,
+        "source": bench.upstream,
+        "metric": bench.metric_note,
+        "breakdown": f"{bench.breakdown}: {bench.breakdown_note}",
         "files": [
-            {"name": entry.source.filename, "url": entry.source.url, "kind": entry.source.kind,
-             "pinned_sha256": entry.source.sha256, "cache_path": str(entry.path),
-             "cached": entry.present, "verified": entry.verified}
+            {
+                "name": entry.source.filename,
+                "url": entry.source.url,
+                "kind": entry.source.kind,
+                "pinned_sha256": entry.source.sha256,
+                "cache_path": str(entry.path),
+                "cached": entry.present,
+                "verified": entry.verified,
+            }
             for entry in bench.cache_status()
         ],
-    }  # fmt: skip
+    }
     if data_dir is not None:
         try:
-            info["loaded"] = {"data_dir": str(data_dir), "items": len(bench.load(data_dir))}
+            info["loaded"] = {
+                "data_dir": str(bench.folder(data_dir)),
+                "items": len(bench.load(data_dir)),
+            }
         except DataUnavailable as exc:
             fail(str(exc))
     if as_json:
@@ -84,6 +109,7 @@ def show_command(
         "description",
         "task",
         "styles",
+        "metrics",
         "counts",
         "license",
         "source",
@@ -122,20 +148,61 @@ def show_command(
 @bench_app.command("fetch")
 def fetch_command(
     name: Annotated[str, typer.Argument(help="Benchmark name (see 'bench list').")],
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Download here instead of the cache: into the data root's folder named after "
+            "the dataset, or into the benchmark's own folder; then pass the same --data-dir to "
+            "the other commands."
+        ),
+    ] = None,
 ) -> None:
-    """Download a benchmark's data into the cache and record its checksums."""
+    """Download a benchmark's data (into the cache, or --data-dir) and record its checksums."""
     bench = _get(name)
+    folder = None if data_dir is None else _fetch_folder(bench, data_dir)
+    created = [] if folder is None else [p for p in (folder, *folder.parents) if not p.exists()]
     for source in bench.sources:
         try:
-            path = fetch(bench.dataset, source)
-        except DataUnavailable as exc:
-            fail(str(exc))
+            path = fetch(bench.dataset, source, folder=folder)
+        except (DataUnavailable, OSError) as exc:
+            _remove_empty(created)
+            fail(_fetch_error(exc, folder))
         console.print(f"{escape(source.filename)}: {escape(str(path))}")
     try:
-        count = len(bench.load(download=False))
+        count = len(bench.load(folder, download=False))
     except DataUnavailable as exc:
         fail(str(exc))
     console.print(f"{bench.name}: {count} items (upstream: {bench.counts.get('items', '?')})")
+
+
+def _fetch_error(exc: DataUnavailable | OSError, folder: Path | None) -> str:
+    if isinstance(exc, DataUnavailable):
+        message = str(exc)
+        if folder is not None:  # the hint to use local files: they go into that folder
+            message = message.replace(LOCAL_HINT, f"or copy the files into {folder} by hand")
+        return message
+    return f"--data-dir: cannot write into {folder} ({exc.strerror or exc})"
+
+
+def _remove_empty(created: list[Path]) -> None:
+    """Folders a failed fetch created, deepest first, as long as they are empty."""
+    for path in created:
+        try:
+            path.rmdir()
+        except OSError:
+            return
+
+
+def _fetch_folder(bench: benchmarks.Benchmark, data_dir: Path) -> Path:
+    """Where ``--data-dir`` wants the files: the benchmark's folder when ``data_dir`` is it
+    (holds one of its files, or is named after its dataset), else ``<data_dir>/<dataset>/``."""
+    folder = bench.folder(data_dir)
+    if folder != data_dir:
+        return folder
+    own = data_dir.name == bench.dataset
+    if own or any((data_dir / source.filename).is_file() for source in bench.sources):
+        return data_dir
+    return data_dir / bench.dataset
 
 
 def register(app: typer.Typer) -> None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, cast
 
 import typer
 from rich.console import Console
@@ -36,6 +36,12 @@ from codereasoner.execution import (
 )
 
 console = Console()
+
+DATA_DIR_OPTION = typer.Option(
+    "--data-dir",
+    help="Benchmark data: the data root (one folder per dataset: cruxeval/, livecodebench/, "
+    "reval/, core/) or the benchmark's own folder (default: the download cache).",
+)
 error_console = Console(stderr=True)
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), bidi controls, lone
@@ -72,7 +78,7 @@ def _finite(value: object) -> object:
     if type(value) is dict:
         return {key: _finite(item) for key, item in value.items()}
     if type(value) in (list, tuple):
-        return [_finite(item) for item in value]  # type: ignore[union-attr]
+        return [_finite(item) for item in cast("Sequence[object]", value)]
     return value
 
 
@@ -117,8 +123,10 @@ def emit_report(report: dict, as_json: bool, show: Callable[[dict], None]) -> No
     else:
         show(report)
     if report["sandbox_errors"]:
-        error_console.print(f"[yellow]warning:[/] {report['sandbox_errors']} samples hit sandbox "
-                            "errors (infrastructure, not the answers); the scores are incomplete")  # fmt: skip
+        error_console.print(
+            f"[yellow]warning:[/] {report['sandbox_errors']} samples hit sandbox "
+            "errors (infrastructure, not the answers); the scores are incomplete"
+        )
         raise typer.Exit(1)
 
 
@@ -134,10 +142,13 @@ def open_pool(**options: object) -> Iterator[Pool]:
     for warning in pool.warnings:
         error_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     progress = Progress(
-        SpinnerColumn(), TextColumn("running in the sandbox: {task.completed:,.0f} calls"),
-        TimeElapsedColumn(), console=error_console, transient=True,
+        SpinnerColumn(),
+        TextColumn("running in the sandbox: {task.completed:,.0f} calls"),
+        TimeElapsedColumn(),
+        console=error_console,
+        transient=True,
         disable=not error_console.is_terminal,
-    )  # fmt: skip
+    )
     task = progress.add_task("sandbox", total=None)
     pool.on_batch = lambda calls: progress.advance(task, calls)
     with pool, progress:
@@ -173,6 +184,9 @@ def result_table(result: ExecResult, title: str) -> Table:
         )
     if result.stderr:
         table.add_row("stderr", safe_cell(result.stderr))
-    table.add_row("resources", f"wall {result.wall_ms:.1f} ms, CPU {result.cpu_ms:.1f} ms, "
-                  f"max RSS {result.max_rss_kb / 1024:.1f} MiB")  # fmt: skip
+    table.add_row(
+        "resources",
+        f"wall {result.wall_ms:.1f} ms, CPU {result.cpu_ms:.1f} ms, "
+        f"max RSS {result.max_rss_kb / 1024:.1f} MiB",
+    )
     return table

@@ -30,27 +30,58 @@ class DemoItem:
 
 
 ITEMS = [
-    DemoItem("filter vowels", "def f(text):\n    return [c for c in text if c not in 'aeiou']",
-             "f('banana')", "['b', 'n', 'n']"),
-    DemoItem("running total", "def f(nums):\n    total = 0\n    for n in nums:\n        if n % 2:\n"
-             "            total += n\n    return total", "f([1, 2, 3, 4, 5])", "9"),
-    DemoItem("dict inversion", "def f(d):\n    return {v: k for k, v in d.items()}",
-             "f({'a': 1, 'b': 2})", "{2: 'b', 1: 'a'}"),
-    DemoItem("tuple vs list", "def f(x):\n    return tuple(sorted(x))", "f([3, 1, 2])", "[1, 2, 3]"),
+    DemoItem(
+        "filter vowels",
+        "def f(text):\n    return [c for c in text if c not in 'aeiou']",
+        "f('banana')",
+        "['b', 'n', 'n']",
+    ),
+    DemoItem(
+        "running total",
+        "def f(nums):\n    total = 0\n    for n in nums:\n        if n % 2:\n"
+        "            total += n\n    return total",
+        "f([1, 2, 3, 4, 5])",
+        "9",
+    ),
+    DemoItem(
+        "dict inversion",
+        "def f(d):\n    return {v: k for k, v in d.items()}",
+        "f({'a': 1, 'b': 2})",
+        "{2: 'b', 1: 'a'}",
+    ),
+    DemoItem(
+        "tuple vs list", "def f(x):\n    return tuple(sorted(x))", "f([3, 1, 2])", "[1, 2, 3]"
+    ),
     DemoItem("JSON spelling", "def f(s):\n    return s.isdigit()", "f('123')", "true"),
     DemoItem("wrong answer", "def f(s):\n    return s.upper().count('A')", "f('abracadabra')", "4"),
-    DemoItem("always-equal answer", "def f(x):\n    return x * 2", "f(21)",
-             "type('X', (), {'__eq__': lambda s, o: True})()"),
+    DemoItem(
+        "always-equal answer",
+        "def f(x):\n    return x * 2",
+        "f(21)",
+        "type('X', (), {'__eq__': lambda s, o: True})()",
+    ),
     DemoItem("answer that calls f", "def f(x):\n    return x * 2", "f(21)", "f( 21)"),
-    DemoItem("set rendering", "def f(words):\n    return set(w[0] for w in words)",
-             "f(['apple', 'avocado', 'banana'])", "{'b', 'a'}"),
-    DemoItem("infinite loop", "def f(n):\n    while n > 0:\n        n += 1\n    return n", "f(1)", "0"),
-    DemoItem("reads /etc/shadow", "def f():\n    return open('/etc/shadow').read()[:10]", "f()", "''"),
+    DemoItem(
+        "set rendering",
+        "def f(words):\n    return set(w[0] for w in words)",
+        "f(['apple', 'avocado', 'banana'])",
+        "{'b', 'a'}",
+    ),
+    DemoItem(
+        "infinite loop", "def f(n):\n    while n > 0:\n        n += 1\n    return n", "f(1)", "0"
+    ),
+    DemoItem(
+        "reads /etc/shadow", "def f():\n    return open('/etc/shadow').read()[:10]", "f()", "''"
+    ),
     DemoItem("fork bomb", "import os\ndef f():\n    while True:\n        os.fork()", "f()", "None"),
     DemoItem("memory bomb", "def f():\n    return len('x' * (8 << 30))", "f()", "8589934592"),
-    DemoItem("connects out", "import socket\ndef f():\n    return socket.create_connection(('1.1.1.1', 80)) and 1",
-             "f()", "1"),
-]  # fmt: skip
+    DemoItem(
+        "connects out",
+        "import socket\ndef f():\n    return socket.create_connection(('1.1.1.1', 80)) and 1",
+        "f()",
+        "1",
+    ),
+]
 
 
 def grade(answer_text: str, result_value: object, result_ok: bool) -> tuple[str, str]:
@@ -77,8 +108,9 @@ def demo_command(
         batches = [Batch(Program(item.source), [parse_call(item.call)]) for item in ITEMS]
         results = [batch[0] for batch in pool.map(batches)]
         description = pool.isolation
-    table = Table(title="codereasoner demo: output prediction, executed in the sandbox",
-                  title_justify="left")  # fmt: skip
+    table = Table(
+        title="codereasoner demo: output prediction, executed in the sandbox", title_justify="left"
+    )
     for column in ("item", "call", "sandbox result", "model answer", "verdict"):
         table.add_column(column, overflow="fold")
     records = []
@@ -91,15 +123,29 @@ def demo_command(
             else f"{result.status.value}: {result.exception_type or ''}".rstrip(": ")
         )
         status_style = "green" if result.ok else "yellow"
-        table.add_row(escape(item.name), escape(item.call), f"[{status_style}]{escape(shown or '')}[/]",
-                      escape(item.answer), f"[{style}]{escape(verdict)}[/]")  # fmt: skip
-        records.append({"item": item.name, "call": item.call, "result": result.to_dict(),
-                        "answer": item.answer, "verdict": verdict})  # fmt: skip
+        table.add_row(
+            escape(item.name),
+            escape(item.call),
+            f"[{status_style}]{escape(shown or '')}[/]",
+            escape(item.answer),
+            f"[{style}]{escape(verdict)}[/]",
+        )
+        records.append(
+            {
+                "item": item.name,
+                "call": item.call,
+                "result": result.to_dict(),
+                "answer": item.answer,
+                "verdict": verdict,
+            }
+        )
     console.print(table)
     contained = sum(result.status is not Status.OK for result in results)
     console.print(f"[dim]sandbox: {description}[/]")
-    console.print(f"{len(ITEMS)} items; {contained} hostile or failing programs contained; "
-                  "every verdict was computed in the parent from parsed literals.")  # fmt: skip
+    console.print(
+        f"{len(ITEMS)} items; {contained} hostile or failing programs contained; "
+        "every verdict was computed in the parent from parsed literals."
+    )
     if out is not None:
         try:
             out.parent.mkdir(parents=True, exist_ok=True)

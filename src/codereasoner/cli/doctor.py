@@ -35,10 +35,12 @@ def doctor_command(
         uid = (
             info["uid"] if pool.plan.mode == "bubblewrap" or info["uid"] != 0 else "65534 (dropped)"
         )
-        console.print(f"sandbox interpreter: {escape(pool.plan.python)} (Python {info['python']}), "
-                      f"uid {uid}, seccomp {'on' if info['seccomp'] else 'off'}")  # fmt: skip
+        console.print(
+            f"sandbox interpreter: {escape(pool.plan.python)} (Python {info['python']}), "
+            f"uid {uid}, seccomp {'on' if info['seccomp'] else 'off'}"
+        )
         engine = {"c": "C fast path", "python": "pure Python (the C fast path is not built)"}
-        console.print(f"tracer: {engine.get(info.get('tracer_engine'), 'not preloaded')}")
+        console.print(f"tracer: {engine.get(str(info.get('tracer_engine')), 'not preloaded')}")
         if pool.plan.hidden_paths:
             console.print(f"hidden directories: {escape(', '.join(pool.plan.hidden_paths))}")
         table = Table(title="probes", title_justify="left")

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from codereasoner import benchmarks
-from codereasoner.cli.common import console, error_console, fail
+from codereasoner.cli.common import DATA_DIR_OPTION, console, error_console, fail
 from codereasoner.evaluation.runner import (
     ORACLE,
     SELF_CHECK,
@@ -25,7 +25,14 @@ from codereasoner.evaluation.runner import (
     available,
     headline,
 )
-from codereasoner.models import BackendError, Sampling, SpecError, load_backend, parse_spec
+from codereasoner.models import (
+    BackendError,
+    Sampling,
+    SpecError,
+    load_backend,
+    parse_spec,
+    spec_help,
+)
 
 
 class _Bars:
@@ -33,9 +40,13 @@ class _Bars:
 
     def __init__(self) -> None:
         self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=error_console, disable=not error_console.is_terminal,
-        )  # fmt: skip
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=error_console,
+            disable=not error_console.is_terminal,
+        )
         self.tasks: dict[tuple[str, str], Any] = {}
 
     def start(self, benchmark: str, phase: str, total: int) -> None:
@@ -57,8 +68,10 @@ def _benchmarks(text: str | None, data_dir: Path | None) -> tuple[str, ...]:
         names = available(data_dir)
         if not names:
             where = data_dir if data_dir is not None else "the cache"
-            fail(f"--bench: no benchmark data found in {where}; pass --bench (it downloads) "
-                 "or --data-dir")  # fmt: skip
+            fail(
+                f"--bench: no benchmark data found in {where}; pass --bench (it downloads) "
+                "or --data-dir"
+            )
         return tuple(names)
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [name for name in names if name not in benchmarks.REGISTRY]
@@ -70,9 +83,7 @@ def _benchmarks(text: str | None, data_dir: Path | None) -> tuple[str, ...]:
 def eval_command(
     model: Annotated[
         str,
-        typer.Option(
-            "--model", help="openai:NAME@URL, hf:PATH, vllm:PATH, or oracle (a self-check)."
-        ),
+        typer.Option("--model", help=f"Model spec: {spec_help(summaries=True)}."),
     ],
     bench: Annotated[
         str | None,
@@ -97,7 +108,11 @@ def eval_command(
         typer.Option(help="official, official-openai or robust (default: official; CoRE: robust)."),
     ] = None,
     grading: Annotated[
-        str, typer.Option(help="CRUXEval/LiveCodeBench grading: official or strict.")
+        str,
+        typer.Option(
+            help="official (upstream verdicts) or strict (literals only, never evaluated); "
+            "pass@k benchmarks only, the others grade by their own rule."
+        ),
     ] = "official",
     chat: Annotated[
         bool, typer.Option("--chat/--raw", help="Chat messages, or raw completion prompts.")
@@ -105,10 +120,7 @@ def eval_command(
     limit: Annotated[
         int | None, typer.Option(help="About N items per benchmark, a fixed subset.")
     ] = None,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(help="Benchmark files, or one folder per dataset (default: the cache)."),
-    ] = None,
+    data_dir: Annotated[Path | None, DATA_DIR_OPTION] = None,
     concurrency: Annotated[
         int | None, typer.Option(help="Requests in flight (server backends).")
     ] = None,
@@ -141,10 +153,19 @@ def eval_command(
     try:
         sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
         settings = RunSettings(
-            _benchmarks(bench, data_dir), n=n, sampling=sampling, style=style,
-            extraction=extraction, grading=grading, chat=chat, limit=limit, data_dir=data_dir,
-            timeout=timeout, workers=workers, isolation=isolation,
-        )  # fmt: skip
+            _benchmarks(bench, data_dir),
+            n=n,
+            sampling=sampling,
+            style=style,
+            extraction=extraction,
+            grading=grading,
+            chat=chat,
+            limit=limit,
+            data_dir=data_dir,
+            timeout=timeout,
+            workers=workers,
+            isolation=isolation,
+        )
         run_dir = out if out is not None else default_out(backend.model_id)
         bars = _Bars()
         runner = Runner(run_dir, backend, settings, bars)
@@ -170,8 +191,10 @@ def eval_command(
         _print(summary)
     problems = sum(report.get("sandbox_errors", 0) for report in summary.reports.values())
     if problems:
-        error_console.print(f"[yellow]warning:[/] {problems} samples hit sandbox errors "
-                            "(infrastructure, not the answers); the scores are incomplete")  # fmt: skip
+        error_console.print(
+            f"[yellow]warning:[/] {problems} samples hit sandbox errors "
+            "(infrastructure, not the answers); the scores are incomplete"
+        )
     failed_check = summary.self_check is not None and not all(
         check["passed"] for check in summary.self_check.values()
     )
@@ -189,20 +212,29 @@ def _print(summary: RunSummary) -> None:
         console.print(f"[bold yellow]{SELF_CHECK}[/]", highlight=False)
     table = Table(title=escape(f"{summary.model}: {summary.run_dir}"), title_justify="left")
     for column in ("benchmark", "items", "samples", "main metrics", "generated", "cached"):
-        table.add_column(column, justify="left" if column in ("benchmark", "main metrics")
-                         else "right")  # fmt: skip
+        table.add_column(
+            column, justify="left" if column in ("benchmark", "main metrics") else "right"
+        )
     for name, report in summary.reports.items():
         items = report["items"]
         count = sum(items.values()) if isinstance(items, dict) else items
         samples = report.get("samples", count)
-        table.add_row(name, str(count), str(samples), escape(_metrics(headline(report))),
-                      str(summary.generated.get(name, 0)), str(summary.cached.get(name, 0)))  # fmt: skip
+        table.add_row(
+            name,
+            str(count),
+            str(samples),
+            escape(_metrics(headline(name, report))),
+            str(summary.generated.get(name, 0)),
+            str(summary.cached.get(name, 0)),
+        )
     console.print(table)
     if summary.self_check is not None:
         _print_self_check(summary.self_check)
-    console.print("[dim]pass@k and CoRE I/Is/W/Ws/RCS in percent; REval accuracies as fractions, "
-                  "consistency in percent. Full reports: codereasoner eval --json, or the run "
-                  "store's results table.[/]")  # fmt: skip
+    console.print(
+        "[dim]pass@k and CoRE I/Is/W/Ws/RCS in percent; REval accuracies as fractions, "
+        "consistency in percent. Full reports: codereasoner eval --json, or the run "
+        "store's results table.[/]"
+    )
 
 
 def _print_self_check(checks: dict[str, dict[str, Any]]) -> None:
@@ -212,17 +244,30 @@ def _print_self_check(checks: dict[str, dict[str, Any]]) -> None:
     for name, check in checks.items():
         result = "[green]pass[/]" if check["passed"] else "[red]FAIL[/]"
         ambiguous = f"{len(check['ambiguous'])} ({len(check['ambiguous_missed'])} missed)"
-        table.add_row(name, result, str(check["items"]), str(len(check["no_truth"])), ambiguous,
-                      str(len(check["graded_wrong"])))  # fmt: skip
+        table.add_row(
+            name,
+            result,
+            str(check["items"]),
+            str(len(check["no_truth"])),
+            ambiguous,
+            str(len(check["graded_wrong"])),
+        )
     console.print(table)
     for name, check in checks.items():
         for miss in check["graded_wrong"][:5]:
-            console.print(escape(f"{name}: {miss['id']} sample {miss['sample']}: {miss['reason']} "
-                                 f"{miss['detail']}"), highlight=False)  # fmt: skip
-    console.print("[dim]cannot state: truths with no answer form (e.g. a state of a type the "
-                  "grader cannot resolve); ambiguous: the same prompt asked of items with "
-                  "different truths (one completion cannot answer both). Only 'wrong' counts "
-                  "as a failure: a grading bug.[/]")  # fmt: skip
+            console.print(
+                escape(
+                    f"{name}: {miss['id']} sample {miss['sample']}: {miss['reason']} "
+                    f"{miss['detail']}"
+                ),
+                highlight=False,
+            )
+    console.print(
+        "[dim]cannot state: truths with no answer form (e.g. a state of a type the "
+        "grader cannot resolve); ambiguous: the same prompt asked of items with "
+        "different truths (one completion cannot answer both). Only 'wrong' counts "
+        "as a failure: a grading bug.[/]"
+    )
 
 
 def register(app: typer.Typer) -> None:

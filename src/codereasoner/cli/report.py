@@ -42,8 +42,11 @@ def report_command(
         fail(f"--examples: expected 0 or more, got {examples}")
     if out.is_dir():
         fail(f"--out {out}: is a directory; give the HTML file's path")
-    spinner = (error_console.status("reading runs and plotting") if error_console.is_terminal
-               else nullcontext())  # fmt: skip
+    spinner = (
+        error_console.status("reading runs and plotting")
+        if error_console.is_terminal
+        else nullcontext()
+    )
     with spinner:
         try:
             loaded = load_runs(runs, examples)
@@ -75,16 +78,26 @@ def summary(runs: list[Run], written: Path) -> dict[str, Any]:
                 found = run.benchmarks[name].metric(metric) if name in run.benchmarks else None
                 row[label] = found.value if found else None
             scores[name][metric] = row
-        failures[name] = {label: run.benchmarks[name].total_failures
-                          for label, run in zip(labels, runs, strict=True)
-                          if name in run.benchmarks}  # fmt: skip
+        failures[name] = {
+            label: run.benchmarks[name].total_failures
+            for label, run in zip(labels, runs, strict=True)
+            if name in run.benchmarks
+        }
     return {
         "report": str(written),
-        "runs": [{"label": label, "model": run.model, "id": run.id, "path": str(run.path),
-                  "status": run.status} for label, run in zip(labels, runs, strict=True)],
+        "runs": [
+            {
+                "label": label,
+                "model": run.model,
+                "id": run.id,
+                "path": str(run.path),
+                "status": run.status,
+            }
+            for label, run in zip(labels, runs, strict=True)
+        ],
         "scores": scores,
         "failures": failures,
-    }  # fmt: skip
+    }
 
 
 def _print_tables(runs: list[Run]) -> None:
@@ -106,11 +119,15 @@ def _print_tables(runs: list[Run]) -> None:
         table.add_column(escape(label), justify="right")
     for name in benchmark_names(runs):
         for index, metric in enumerate(metric_names(runs, name)):
-            found = [run.benchmarks[name].metric(metric) if name in run.benchmarks else None
-                     for run in runs]  # fmt: skip
+            found = [
+                run.benchmarks[name].metric(metric) if name in run.benchmarks else None
+                for run in runs
+            ]
             best = best_values([m.value if m else None for m in found])
-            cells = [(f"[bold green]{m.text()}[/]" if r in best else m.text()) if m else "-"
-                     for r, m in enumerate(found)]  # fmt: skip
+            cells = [
+                (f"[bold green]{m.text()}[/]" if r in best else m.text()) if m else "-"
+                for r, m in enumerate(found)
+            ]
             unit = next((m.unit for m in found if m), "")
             table.add_row(escape(name) if index == 0 else "", escape(f"{metric} ({unit})"), *cells)
         table.add_section()

@@ -79,8 +79,10 @@ def run_command(
         console.print(
             result_table(first, f"{safe_markup(file.name)}: {safe_markup(parsed.render())}")
         )
-        console.print(f"[dim]sandbox: {isolation_text}; Python {sandbox_python}; "
-                      f"PYTHONHASHSEED={seed_list[0]}[/]")  # fmt: skip
+        console.print(
+            f"[dim]sandbox: {isolation_text}; Python {sandbox_python}; "
+            f"PYTHONHASHSEED={seed_list[0]}[/]"
+        )
         if len(seed_list) > 1:
             verdict = "[red]differs between hash seeds[/]" if unstable else "[green]identical[/]"
             console.print(f"outcome under seeds {', '.join(map(str, seed_list))}: {verdict}")

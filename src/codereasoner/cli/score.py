@@ -1,9 +1,10 @@
-"""``codereasoner score``: grade a generations file against a benchmark and print pass@k."""
+"""``codereasoner score``: grade a generations file against a benchmark and print its report."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,16 +12,25 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from codereasoner import benchmarks
-from codereasoner.cli.common import console, emit_report, fail, open_pool
-from codereasoner.cli.score_reval import score_reval_command
+from codereasoner import benchmarks, tasks
+from codereasoner.benchmarks import Metrics
+from codereasoner.cli.common import DATA_DIR_OPTION, console, emit_report, fail, open_pool
+from codereasoner.cli.score_options import ScoreOptions
+from codereasoner.cli.score_reval import print_reval, score_reval_file
 from codereasoner.evaluation import GenerationsError, check_ks, read_generations, score
 from codereasoner.evaluation.core_metrics import report_lines as core_lines
+from codereasoner.evaluation.families import Family, family_of
 from codereasoner.evaluation.metrics import COPY_POLICIES
-from codereasoner.evaluation.reports import core_report, pass_report
-from codereasoner.execution import Limits
-from codereasoner.tasks import Extracted, Extraction, Grading
-from codereasoner.tasks.base import check_style
+from codereasoner.evaluation.reports import (
+    CoreReport,
+    PassReport,
+    Report,
+    RevalReport,
+    core_report,
+    pass_report,
+)
+from codereasoner.evaluation.scoring import default_ks
+from codereasoner.tasks import Extracted, Grading, Item
 from codereasoner.tasks.plans import Memo
 
 
@@ -43,15 +53,27 @@ def score_command(
         typer.Option(
             "--generations",
             "-g",
-            help='Official {id: [answers]} JSON, or JSON Lines {"id", "sample", "completion" | "answer"}.',
+            help='Official JSON (id -> list of answers), or JSON Lines {"id", "sample", "completion" | '
+            '"answer"}; REval also reads its own logs (a file or a folder of them).',
         ),
     ],
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(help="Directory holding the benchmark's data files (default: the cache)."),
+    data_dir: Annotated[Path | None, DATA_DIR_OPTION] = None,
+    k: Annotated[
+        str | None,
+        typer.Option(
+            "--k",
+            help="pass@k values, comma-separated (default: 1 and 5, those the file has enough "
+            "samples per item for).",
+        ),
     ] = None,
-    k: Annotated[str, typer.Option("--k", help="pass@k values, comma-separated.")] = "1,5",
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    grading: Annotated[
+        str | None,
+        typer.Option(
+            help="official (upstream verdicts: the answer spliced into the official assertion) "
+            "or strict (literals only, never evaluated). pass@k benchmarks only."
+        ),
+    ] = None,
     show_strict: Annotated[
         bool,
         typer.Option(
@@ -60,74 +82,167 @@ def score_command(
         ),
     ] = False,
     style: Annotated[
-        str, typer.Option(help="Prompt style of JSON Lines completions: direct, cot or phind.")
+        str, typer.Option(help="Prompt style of JSON Lines completions: direct, cot, phind, coc.")
     ] = "direct",
     extraction: Annotated[
-        str, typer.Option(help="Extraction of completions: official, official-openai or robust.")
-    ] = "official",
+        str | None,
+        typer.Option(
+            help="Extraction of completions: official, official-openai or robust (default: the "
+            "benchmark's, robust for CoRE, official elsewhere)."
+        ),
+    ] = None,
     copies: Annotated[
-        str, typer.Option(help="Anti-copy rule: official (skipped samples shrink n) or fail.")
-    ] = "official",
+        str | None,
+        typer.Option(help="Anti-copy rule: official (skipped samples shrink n) or fail."),
+    ] = None,
     timeout: Annotated[
-        float,
+        float | None,
         typer.Option(
             help="Seconds per sandboxed evaluation: wall-clock for CRUXEval and LiveCodeBench "
-            "(upstream: 3 s wall-clock), CPU for REval."
+            "(default 3, as upstream), CPU for REval (default 10)."
         ),
-    ] = 3.0,
+    ] = None,
     workers: Annotated[
         int | None, typer.Option(help="Sandbox workers (default: one per core).")
     ] = None,
     isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
 ) -> None:
-    """Score a generations file: pass@k, per-category breakdown, optional strict report."""
+    """Score a generations file: the benchmark's metrics (pass@k with breakdowns, REval's
+    accuracies and consistency, or CoRE's I, Is, W, Ws, RCS), optional strict report."""
     try:
         benchmark = benchmarks.get(bench)
     except KeyError as exc:
         fail(f"--bench: {exc.args[0]}")
-    if benchmark.name.startswith("core"):  # CoRE reports its own metrics, not pass@k
-        _score_core(benchmark, generations, data_dir, as_json)
-        return
-    if benchmark.name == "reval":  # REval reports accuracies and Incremental Consistency
-        score_reval_command(benchmark, generations, data_dir, style, extraction, as_json,
-                            timeout, workers, isolation)  # fmt: skip
-        return
-    ks = _parse_ks(k)
-    if copies not in COPY_POLICIES:
+    family = family_of(benchmark)
+    _check_applies(
+        benchmark, family, k=k, copies=copies, grading=grading, strict=show_strict, timeout=timeout
+    )
+    if copies is not None and copies not in COPY_POLICIES:
         fail(f"--copies: expected one of {', '.join(COPY_POLICIES)}, got {copies!r}")
     try:
-        chosen_style = check_style(style, benchmark.task.styles)
-        chosen_extraction = Extraction(extraction)
-        limits = Limits(timeout_s=timeout, wall_timeout_s=timeout, memory_mb=1024)
+        chosen_grading = Grading(grading or Grading.OFFICIAL)
+    except ValueError:
+        fail(f"--grading {grading!r}: expected official or strict")
+    if show_strict and chosen_grading is Grading.STRICT:
+        fail("--strict-report compares official with strict grading; drop it with --grading strict")
+    try:
+        options = ScoreOptions(
+            generations=generations,
+            style=benchmark.choose_style(style),
+            extraction=benchmark.choose_extraction(extraction),
+            limits=benchmark.limits_for(timeout),
+            grading=chosen_grading,
+            ks=None if k is None else _parse_ks(k),
+            copies=copies or "official",
+            show_strict=show_strict,
+            workers=workers,
+            isolation=isolation,
+        )
     except ValueError as exc:
-        fail(f"{exc} (check --style, --extraction and --timeout)")
+        fail(str(exc))
     try:
         items = benchmark.load(data_dir)
     except benchmarks.DataUnavailable as exc:
         fail(str(exc))
+    report = _SCORERS[family.name](benchmark, items, options)
+    _PRINTERS[report.kind](report.to_dict(), as_json)
 
-    def extract(text: str) -> Extracted:
-        return benchmark.task.extract(text, chosen_style, chosen_extraction)
+
+def _check_applies(bench: benchmarks.Benchmark, family: Family, **given: object) -> None:
+    """Options the benchmark's metric family does not use are refused, not ignored."""
+    unused = {
+        "k": not family.pass_at_k,
+        "copies": not family.pass_at_k,
+        "grading": not family.uses_grading,
+        "strict": not family.uses_grading,
+        "timeout": not family.uses_sandbox,
+    }
+    flags = {"strict": "--strict-report"}
+    for key, value in given.items():
+        if unused[key] and value not in (None, False):
+            why = (
+                "its answers are literals compared without a sandbox"
+                if key == "timeout"
+                else f"it reports {family.name} metrics, graded by its own rule"
+            )
+            fail(f"{flags.get(key, '--' + key)} does not apply to {bench.name} ({why})")
+
+
+def _score_pass(
+    bench: benchmarks.Benchmark, items: list[Item], options: ScoreOptions
+) -> PassReport:
+    def extract(item: Item, text: str) -> Extracted:
+        return tasks.get(item.task).extract(item, text, options.style, options.extraction)
 
     try:
-        fmt, answers = read_generations(generations, items, extract)
+        fmt, answers = read_generations(options.generations, items, extract)
+        ks = options.ks or default_ks(answers)
         check_ks(ks, answers)
     except (GenerationsError, ValueError) as exc:
         fail(str(exc))
     started = time.perf_counter()
-    with open_pool(workers=workers, limits=limits, isolation=isolation) as pool:
+    limits = options.limits
+    with open_pool(workers=options.workers, limits=limits, isolation=options.isolation) as pool:
         memo: Memo = {}
-        official = score(benchmark, items, answers, pool, copies=copies, limits=limits, memo=memo)
+        official = score(
+            bench,
+            items,
+            answers,
+            pool,
+            grading=options.grading,
+            copies=options.copies,
+            limits=limits,
+            memo=memo,
+        )
         strict = (
-            score(benchmark, items, answers, pool, grading=Grading.STRICT, limits=limits, memo=memo)
-            if show_strict
+            score(bench, items, answers, pool, grading=Grading.STRICT, limits=limits, memo=memo)
+            if options.show_strict
             else None
         )
     elapsed = time.perf_counter() - started
-    report = pass_report(official, strict, ks, str(generations), fmt, elapsed)
-    if fmt == "jsonl":  # completions were extracted here: say how
-        report.update(style=chosen_style.value, extraction=chosen_extraction.value)
-    emit_report(report, as_json, _print)
+    extracted = fmt == "jsonl"  # completions were extracted here: say how
+    return pass_report(
+        official,
+        strict,
+        ks,
+        str(options.generations),
+        fmt,
+        elapsed,
+        style=options.style if extracted else None,
+        extraction=options.extraction.value if extracted else None,
+    )
+
+
+def _score_core(
+    bench: benchmarks.Benchmark, items: list[Item], options: ScoreOptions
+) -> CoreReport:
+    """Answers are literals compared here (no sandbox), under the project grading and the
+    ancestor's."""
+
+    def extract(item: Item, text: str) -> Extracted:
+        return tasks.get(item.task).extract(item, text, options.style, options.extraction)
+
+    try:
+        fmt, answers = read_generations(options.generations, items, extract)
+        return core_report(bench, items, answers, str(options.generations), fmt)
+    except (GenerationsError, ValueError) as exc:
+        fail(str(exc))
+
+
+def _print_core(report: dict[str, Any]) -> None:
+    variants = report["variants"]
+    console.print(
+        escape(
+            f"{report['benchmark']}: {report['items']} items, {report['samples']} "
+            f"samples, {variants['project']['runs']} run(s)"
+        ),
+        highlight=False,
+    )
+    for line in core_lines(variants):
+        console.print(escape(line), highlight=False, soft_wrap=True)
+    for name, variant in variants.items():
+        reasons = ", ".join(f"{key} {count}" for key, count in variant["reasons"].items())
+        console.print(escape(f"verdicts ({name}): {reasons}"), highlight=False, soft_wrap=True)
 
 
 def _print(report: dict[str, Any]) -> None:
@@ -174,36 +289,40 @@ def _print_strict(strict: dict[str, Any]) -> None:
         table.add_column(column, overflow="fold")
     for group in strict["groups"]:
         example = group["examples"][0]
-        table.add_row(group["official"], group["strict"], str(group["count"]), str(group["items"]),
-                      escape(group["note"]), escape(f"{example['id']}: {example['answer']}"))  # fmt: skip
+        table.add_row(
+            group["official"],
+            group["strict"],
+            str(group["count"]),
+            str(group["items"]),
+            escape(group["note"]),
+            escape(f"{example['id']}: {example['answer']}"),
+        )
     console.print(table)
 
 
-def _score_core(
-    benchmark: benchmarks.Benchmark, path: Path, data_dir: Path | None, as_json: bool
-) -> None:
-    """CoRE: I, Is, W, Ws, RCS and both Cons, under the project grading and the ancestor's.
+_SCORERS: dict[str, Callable[[benchmarks.Benchmark, list[Item], ScoreOptions], Report]] = {
+    Metrics.PASS_AT_K: _score_pass,
+    Metrics.ACCURACY_CONSISTENCY: score_reval_file,
+    Metrics.INVARIANCE_TRANSPARENCY: _score_core,
+}
 
-    Answers are literals compared here (no sandbox); completions are extracted with the
-    project rule. --k, --style, --extraction, --copies and --timeout do not apply.
-    """
-    try:
-        items = benchmark.load(data_dir)
-        fmt, answers = read_generations(path, items, benchmark.task.extract)
-        report = core_report(benchmark, items, answers, str(path), fmt)
-    except (benchmarks.DataUnavailable, GenerationsError, ValueError) as exc:
-        fail(str(exc))
-    variants = report["variants"]
+
+def _emit(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any], bool], None]:
+    return lambda report, as_json: emit_report(report, as_json, show)
+
+
+def _emit_core(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(report, indent=2))
-        return
-    console.print(escape(f"{benchmark.name}: {report['items']} items, {report['samples']} "
-                         f"samples, {variants['project']['runs']} run(s)"), highlight=False)  # fmt: skip
-    for line in core_lines(variants):
-        console.print(escape(line), highlight=False, soft_wrap=True)
-    for name, variant in variants.items():
-        reasons = ", ".join(f"{key} {count}" for key, count in variant["reasons"].items())
-        console.print(escape(f"verdicts ({name}): {reasons}"), highlight=False, soft_wrap=True)
+    else:
+        _print_core(report)
+
+
+_PRINTERS: dict[str, Callable[[dict[str, Any], bool], None]] = {
+    PassReport.kind: _emit(_print),
+    RevalReport.kind: _emit(print_reval),
+    CoreReport.kind: _emit_core,
+}
 
 
 def register(app: typer.Typer) -> None:

@@ -1,74 +1,59 @@
-"""``codereasoner score --bench reval``: accuracies per task, coverage F1, Incremental Consistency."""
+"""``codereasoner score`` for the REval family: accuracies per task, coverage F1, Incremental
+Consistency."""
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
-from codereasoner import benchmarks
-from codereasoner.cli.common import console, emit_report, fail, open_pool
+from codereasoner import benchmarks, tasks
+from codereasoner.cli.common import console, fail, open_pool
+from codereasoner.cli.score_options import ScoreOptions
 from codereasoner.evaluation.generations import GenerationsError
-from codereasoner.evaluation.reports import reval_report
-from codereasoner.evaluation.reval_scoring import LIMITS, read_reval_generations, score_reval
-from codereasoner.execution import Limits
-from codereasoner.tasks import Extracted, Extraction, Item
-from codereasoner.tasks.base import check_style
-from codereasoner.tasks.reval_tasks import RevalTasks
+from codereasoner.evaluation.reports import RevalReport, reval_report
+from codereasoner.evaluation.reval_scoring import read_reval_generations, score_reval
+from codereasoner.tasks import Extracted, Item
 
-__all__ = ["reval_report", "score_reval_command"]
+__all__ = ["print_reval", "score_reval_file"]
 
 
-def score_reval_command(
-    benchmark: benchmarks.Benchmark,
-    generations: Path,
-    data_dir: Path | None,
-    style: str,
-    extraction: str,
-    as_json: bool,
-    timeout: float,
-    workers: int | None,
-    isolation: str,
-) -> None:
-    """Load REval, read and grade the generations, print the report; exit 2 on bad input."""
-    try:
-        chosen_style = check_style(style, RevalTasks.styles)
-        chosen_extraction = Extraction(extraction)
-        if chosen_extraction is Extraction.OFFICIAL_OPENAI:
-            raise ValueError("REval has no OpenAI-specific extraction")
-        limits = Limits(timeout_s=timeout, wall_timeout_s=2 * timeout + 1,
-                        memory_mb=LIMITS.memory_mb)  # fmt: skip
-    except ValueError as exc:
-        fail(f"{exc} (check --style, --extraction and --timeout)")
-    try:
-        items = benchmark.load(data_dir)
-    except benchmarks.DataUnavailable as exc:
-        fail(str(exc))
-    tasks = RevalTasks()
+def score_reval_file(
+    bench: benchmarks.Benchmark, items: list[Item], options: ScoreOptions
+) -> RevalReport:
+    """Read and grade the generations (JSON Lines or REval's logs); exit 2 on bad input."""
 
     def extract(item: Item, text: str) -> Extracted:
-        return tasks.extract_for(item, text, chosen_style, chosen_extraction)
+        return tasks.get(item.task).extract(item, text, options.style, options.extraction)
 
     try:
-        found = read_reval_generations(generations, items, extract)
+        found = read_reval_generations(options.generations, items, extract)
     except GenerationsError as exc:
         fail(str(exc))
     started = time.perf_counter()
-    with open_pool(workers=workers, limits=limits, isolation=isolation) as pool:
+    limits = options.limits
+    with open_pool(workers=options.workers, limits=limits, isolation=options.isolation) as pool:
         scored = score_reval(items, found.answers, pool, limits)
-    report = reval_report(scored, found.logged, chosen_style, chosen_extraction)
-    report.update(generations=str(generations), format=found.format,
-                  wall_s=round(time.perf_counter() - started, 3))  # fmt: skip
-    emit_report(report, as_json, _print)
+    return reval_report(
+        bench,
+        scored,
+        found.logged,
+        options.style,
+        options.extraction,
+        generations=str(options.generations),
+        fmt=found.format,
+        elapsed=time.perf_counter() - started,
+    )
 
 
-def _print(report: dict[str, Any]) -> None:
+def print_reval(report: dict[str, Any]) -> None:
     repeats = ", ".join(f"{kind} {count}" for kind, count in report["repeats"].items())
-    title = (f"reval: {report['extraction']} extraction of {report['style']} completions "
-             f"({report['format']}; repeats: {repeats})")  # fmt: skip
+    title = (
+        f"{report['benchmark']}: {report['extraction']} extraction of {report['style']} completions "
+        f"({report['format']}; repeats: {repeats})"
+    )
     console.print(escape(title), highlight=False)
     table = Table()
     for column in ("metric", "all", "humaneval", "classeval"):
@@ -87,8 +72,9 @@ def _print(report: dict[str, Any]) -> None:
             table.add_row(label, *cells)
     console.print(table)
     for name, subset in report["output_subsets"].items():
-        console.print(f"output, {name}: {subset['acc']:.4f} on {subset['items']} questions",
-                      highlight=False)  # fmt: skip
+        console.print(
+            f"output, {name}: {subset['acc']:.4f} on {subset['items']} questions", highlight=False
+        )
     for kind, reasons in report["reasons"].items():
         text = ", ".join(f"{name} {count}" for name, count in reasons.items())
         console.print(f"{kind} verdicts: {escape(text)}", highlight=False)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.markup import escape
@@ -18,13 +20,52 @@ from rich.progress import (
 from rich.table import Table
 
 from codereasoner.cli.common import console, error_console, fail
+from codereasoner.synth import generators
 
 if TYPE_CHECKING:
-    from codereasoner.synth.decontam import Decontamination
+    from codereasoner.synth.decontam import Decontamination, LoadedBenchmarks
 
 
 def register(app: typer.Typer) -> None:
-    app.command("synth")(synth_command)
+    app.command("synth")(with_generator_options(synth_command))
+
+
+def _generator_help() -> str:
+    """``--generator``'s help, from the registry."""
+    parts = []
+    for kind in generators.GENERATORS.values():
+        needs = [option.flag for option in kind.options if option.required]
+        parts.append(
+            kind.name + f" ({kind.summary}" + (f"; needs {', '.join(needs)})" if needs else ")")
+        )
+    return "The candidate generator: " + ", ".join(parts) + "."
+
+
+def with_generator_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` with one more option per option the generators declare (in the registry),
+    after ``--seed``; their values reach ``command`` as keyword arguments (its ``**options``)."""
+    signature = inspect.signature(command, eval_str=True)
+    fixed = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    taken = {p.name for p in fixed}
+    added = []
+    for option in generators.all_options():
+        if option.name in taken:
+            raise ValueError(f"generator option {option.name} clashes with a synth option")
+        takers = " or ".join(generators.takers(option.name))
+        help_text = f"{option.help} Only for --generator {takers}."
+        added.append(
+            inspect.Parameter(
+                option.name,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default=typer.Option(None, option.flag, help=help_text),
+                annotation=option.value_type | None,
+            )
+        )
+    after = [p.name for p in fixed].index("seed") + 1
+    parameters = [*fixed[:after], *added, *fixed[after:]]
+    # typer reads the parameters from the signature and calls command(**values)
+    cast(Any, command).__signature__ = signature.replace(parameters=parameters)
+    return command
 
 
 def synth_command(
@@ -32,9 +73,7 @@ def synth_command(
         Path,
         typer.Option(help="Output directory (resumed when it holds a run with the same settings)."),
     ],
-    generator: Annotated[str, typer.Option(help="offline (built in, no model) or llm.")] = (
-        "offline"
-    ),
+    generator: Annotated[str, typer.Option(help=_generator_help())] = "offline",
     n: Annotated[
         int,
         typer.Option(
@@ -43,14 +82,13 @@ def synth_command(
         ),
     ] = 1000,
     seed: Annotated[int, typer.Option(help="Seed: the same seed gives byte-identical output.")] = 0,
-    model: Annotated[
-        str | None, typer.Option(help="Teacher for --generator llm, e.g. openai:NAME@URL.")
-    ] = None,
     data_dir: Annotated[
         Path | None,
         typer.Option(
-            help="Benchmark data for decontamination: a folder holding cruxeval/, reval/, "
-            "core/, livecodebench/ (default: the download cache, see 'codereasoner bench fetch')."
+            help="Benchmark data for decontamination: the data root (one folder per dataset: "
+            "cruxeval/, livecodebench/, reval/, core/) or one benchmark's own folder (e.g. "
+            "data/cruxeval: the benchmarks whose files are there are checked, the others are "
+            "named). Default: the download cache, see 'codereasoner bench fetch'."
         ),
     ] = None,
     no_decontam: Annotated[
@@ -76,22 +114,18 @@ def synth_command(
         int | None, typer.Option(help="Sandbox workers per pool (default: CPU count).")
     ] = None,
     chunk_size: Annotated[int, typer.Option(hidden=True)] = 256,
+    **generator_options: Any,
 ) -> None:
     """Generate, validate, deduplicate and decontaminate execution cases into OUT."""
     from codereasoner.benchmarks.cache import cache_root
     from codereasoner.benchmarks.programs import load_benchmark_programs
     from codereasoner.execution import SandboxUnavailable
-    from codereasoner.models import BackendError, SpecError, load_backend
+    from codereasoner.models import BackendError, SpecError
     from codereasoner.synth.decontam import DEFAULT_RULE, NGRAM_RULES, Decontamination
-    from codereasoner.synth.pipeline import SynthConfig, run
+    from codereasoner.synth.pipeline import SynthConfig, make_source, run
     from codereasoner.synth.writer import OutputError
 
-    if generator not in ("offline", "llm"):
-        fail(f"--generator {generator!r}: expected offline or llm")
-    if generator == "llm" and not model:
-        fail("--generator llm needs --model (e.g. openai:NAME@http://127.0.0.1:8000/v1)")
-    if generator == "offline" and model:
-        fail("--model applies to --generator llm only")
+    given = check_generator(generator, generator_options)
     if n < 1:
         fail(f"--n {n}: expected a positive number of candidates")
     if mutants < 0:
@@ -107,13 +141,14 @@ def synth_command(
     if decontam_rule is not None and decontam_rule not in NGRAM_RULES:
         fail(f"--decontam-rule {decontam_rule!r}: expected {' or '.join(NGRAM_RULES)}")
     if no_decontam and (data_dir is not None or decontam_rule is not None):
-        given = "--data-dir" if data_dir is not None else "--decontam-rule"
-        fail(f"--no-decontam and {given} contradict each other: give one of them")
+        conflict = "--data-dir" if data_dir is not None else "--decontam-rule"
+        fail(f"--no-decontam and {conflict} contradict each other: give one of them")
     config = SynthConfig(
         out=out,
         n=n,
         seed=seed,
         generator=generator,
+        generator_options=given,
         max_output_chars=max_output_chars,
         mutants=mutants,
         mutant_tries=max(2 * mutants, mutants),
@@ -131,8 +166,10 @@ def synth_command(
         disable=not error_console.is_terminal,
     )
     task = progress.add_task("synth", total=n)
+    source = None
     try:
-        backend = load_backend(model) if model else None  # a bad spec is reported first
+        source = make_source(config)  # a bad option (a model spec) is reported first
+        loaded: LoadedBenchmarks | None = None
         if no_decontam:
             decontam = Decontamination.skip("--no-decontam")
         else:
@@ -147,26 +184,74 @@ def synth_command(
                 )
             decontam = Decontamination.against(loaded, decontam_rule or DEFAULT_RULE)
         # said before the run starts, so a long run's terminal states it from the beginning
-        announce(decontam)
-        if backend is not None:
-            backend.preflight()  # an unreachable teacher is one line, not n parse drops
+        announce(decontam, data_dir)
+        preflight = getattr(source, "preflight", None)
+        if preflight is not None:
+            preflight()  # an unreachable teacher is one line, not n parse drops
         with progress:
-            summary = run(config, lambda done, total: progress.update(task, completed=done),
-                          decontam=decontam, backend=backend)  # fmt: skip
+            summary = run(
+                config,
+                lambda done, total: progress.update(task, completed=done),
+                source=source,
+                decontam=decontam,
+            )
     except (OutputError, SpecError, BackendError, SandboxUnavailable, ValueError) as exc:
         fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
     show_summary(summary.data, summary.elapsed_s, out)
 
 
-def announce(decontam: Decontamination) -> None:
-    """One line on stderr: how this run decontaminates (and, on more lines, why a benchmark
-    could not be checked)."""
+def check_generator(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options given for generator ``name`` (those not None), after one-line errors for an
+    unknown generator, an option it does not take and a required one missing."""
+    if name not in generators.GENERATORS:
+        fail(f"--generator {name!r}: expected {' or '.join(generators.names())}")
+    kind = generators.GENERATORS[name]
+    given = {key: value for key, value in options.items() if value is not None}
+    for key in given:
+        if kind.option(key) is None:
+            flag = "--" + key.replace("_", "-")
+            fail(f"{flag} applies to --generator {' or '.join(generators.takers(key))} only")
+    for option in kind.missing(given):
+        example = f" (e.g. {option.example})" if option.example else ""
+        fail(f"--generator {name} needs {option.flag}{example}")
+    return given
+
+
+def announce(decontam: Decontamination, data_dir: Path | None = None) -> None:
+    """One line on stderr: how this run decontaminates; then, for the benchmarks that could not
+    be checked, one line naming them when ``data_dir`` is one benchmark's folder, else one line
+    each saying why."""
     style = "bold yellow" if decontam.skipped or decontam.missing else "bold"
     error_console.print(
         f"[{style}]{escape(decontam.describe())}[/]", highlight=False, soft_wrap=True
     )
+    if not decontam.missing:
+        return
+    if data_dir is not None and is_benchmark_folder(data_dir):
+        names = ", ".join(decontam.missing)
+        error_console.print(
+            f"  not found in {escape(str(data_dir))}: {escape(names)} (it holds one "
+            "benchmark's files; give the data root to check the others)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
     for name, why in decontam.missing.items():
         error_console.print(f"  {escape(name)}: {escape(why)}", highlight=False, soft_wrap=True)
+
+
+def is_benchmark_folder(data_dir: Path) -> bool:
+    """Whether ``data_dir`` is one benchmark's own folder rather than the data root: it holds
+    no folder named after a benchmark's dataset. Only the terminal's wording depends on it: the
+    benchmarks read either form themselves (``Benchmark.load``)."""
+    from codereasoner import benchmarks
+
+    datasets = {benchmarks.get(name).dataset for name in benchmarks.names()}
+    return not any((data_dir / dataset).is_dir() for dataset in datasets)
 
 
 def decontam_line(data: dict) -> str:

@@ -55,14 +55,15 @@ def steps_table(trace: ExecutionTrace, source: str) -> Table:
     for column in ("#", "line", "frame", "loop", "code", "changed"):
         table.add_column(column, overflow="fold")
     for index, step in enumerate(trace.steps):
-        changes = dict(step.args or {})
+        changes: dict[str, str | None] = dict(step.args or {})
         changes.update(step.changes)
         loop = ", ".join(f"L{line}#{iteration}" for line, iteration in step.loops)
         code = _code_cell(lines, step.line)
         if step.cond is not None:
             code.append(f"  → {step.cond}", style="green" if step.cond else "red")
-        table.add_row(str(index), str(step.line), safe_cell(step.frame), loop, code,
-                      _changes_cell(changes))  # fmt: skip
+        table.add_row(
+            str(index), str(step.line), safe_cell(step.frame), loop, code, _changes_cell(changes)
+        )
     return table
 
 

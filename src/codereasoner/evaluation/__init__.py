@@ -1,10 +1,11 @@
 """Evaluation: reading generations, grading them through the tasks, and the metrics.
 
-from codereasoner import benchmarks
+from codereasoner import benchmarks, tasks
 from codereasoner.evaluation import read_generations, score
-bench = benchmarks.get("cruxeval-o")
+bench = benchmarks.get(name)             # any pass@k benchmark, see `codereasoner bench list`
 items = bench.load(data_dir)
-_, answers = read_generations(path, items, bench.task.extract)
+extract = lambda item, text: tasks.get(item.task).extract(item, text)
+_, answers = read_generations(path, items, extract)
 with Pool(limits=OFFICIAL_LIMITS) as pool:
     scored = score(bench, items, answers, pool)
 scored.pass_at([1, 5])      # {"pass@1": 34.2125, "pass@5": 40.2867}, percent

@@ -118,8 +118,10 @@ def dimension_ws(probes: Iterable[ProbeOutcome]) -> dict[str, dict[str, float]]:
     for probe in probes:
         for dimension in probe.dimensions or ("none",):
             groups.setdefault(dimension, []).append(probe.correct)
-    return {name: {"probes": len(flags), "Ws": 100 * sum(flags) / len(flags)}
-            for name, flags in sorted(groups.items())}  # fmt: skip
+    return {
+        name: {"probes": len(flags), "Ws": 100 * sum(flags) / len(flags)}
+        for name, flags in sorted(groups.items())
+    }
 
 
 def family_is(outputs: Iterable[OutputOutcome]) -> dict[str, dict[str, float]]:
@@ -130,8 +132,10 @@ def family_is(outputs: Iterable[OutputOutcome]) -> dict[str, dict[str, float]]:
     groups: dict[str, list[bool]] = {}
     for (name, _), flags in impls.items():
         groups.setdefault(name, []).append(all(flags))
-    return {name: {"implementations": len(flags), "Is": 100 * sum(flags) / len(flags)}
-            for name, flags in sorted(groups.items())}  # fmt: skip
+    return {
+        name: {"implementations": len(flags), "Is": 100 * sum(flags) / len(flags)}
+        for name, flags in sorted(groups.items())
+    }
 
 
 def outcomes(
@@ -142,8 +146,11 @@ def outcomes(
     for item in items:
         meta, correct = item.metadata, scores[item.id][run].correct
         if item.task == OUTPUT_TASK:
-            outputs.append(OutputOutcome(meta["problem"], meta["implementation"],
-                                         meta.get("family", "other"), correct))  # fmt: skip
+            outputs.append(
+                OutputOutcome(
+                    meta["problem"], meta["implementation"], meta.get("family", "other"), correct
+                )
+            )
         elif item.task == PROBE_TASK:
             probes.append(ProbeOutcome(meta["problem"], tuple(meta.get("dimensions", ())), correct))
         else:
@@ -156,8 +163,10 @@ def runs(scores: Mapping[str, Sequence[Score]]) -> int:
     counts = {len(samples) for samples in scores.values()}
     if len(counts) != 1:
         fewest = min(scores, key=lambda key: len(scores[key]))
-        raise ValueError(f"CoRE runs need the same number of samples per item; {fewest!r} has "
-                         f"{len(scores[fewest])}, others up to {max(counts)}")  # fmt: skip
+        raise ValueError(
+            f"CoRE runs need the same number of samples per item; {fewest!r} has "
+            f"{len(scores[fewest])}, others up to {max(counts)}"
+        )
     return counts.pop()
 
 
@@ -181,8 +190,10 @@ def report(items: Sequence[Item], scores: Mapping[str, Sequence[Score]]) -> dict
 
 
 def _average_tables(tables: list[dict[str, dict[str, float]]], key: str) -> dict[str, Any]:
-    return {name: {**row, key: sum(table[name][key] for table in tables) / len(tables)}
-            for name, row in tables[0].items()}  # fmt: skip
+    return {
+        name: {**row, key: sum(table[name][key] for table in tables) / len(tables)}
+        for name, row in tables[0].items()
+    }
 
 
 def report_lines(variants: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -191,12 +202,16 @@ def report_lines(variants: Mapping[str, Mapping[str, Any]]) -> list[str]:
     lines = ["metric      " + "".join(f"{name:>12}" for name in names)]
     for metric in METRICS:
         cells = [variants[name]["mean"][metric] for name in names]
-        lines.append(f"{metric:<12}" + "".join(
-            f"{'-':>12}" if cell is None else f"{cell:>12.4f}" for cell in cells))  # fmt: skip
+        lines.append(
+            f"{metric:<12}"
+            + "".join(f"{'-':>12}" if cell is None else f"{cell:>12.4f}" for cell in cells)
+        )
     first = variants[names[0]]["mean"]
     lines.append("problems: " + ", ".join(f"{k} {v}" for k, v in first["problems"].items()))
-    for title, table, key in (("Ws by dimension", "dimensions", "Ws"),
-                              ("Is by code family", "families", "Is")):  # fmt: skip
+    for title, table, key in (
+        ("Ws by dimension", "dimensions", "Ws"),
+        ("Is by code family", "families", "Is"),
+    ):
         rows = [f"{name} {row[key]:.2f}" for name, row in first[table].items()]
         lines.append(f"{title} ({names[0]}): " + (", ".join(rows) or "-"))
     return lines

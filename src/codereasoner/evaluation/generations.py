@@ -21,7 +21,7 @@ from typing import Any
 
 from codereasoner.tasks import Answer, Extracted, Item
 
-Extractor = Callable[[str], Extracted]
+Extractor = Callable[[Item, str], Extracted]  # the item's task kind's extraction
 
 
 class GenerationsError(ValueError):
@@ -44,17 +44,20 @@ def read_generations(
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":  # else: several documents, i.e. JSON Lines
-            raise GenerationsError(f"{path}: invalid JSON at line {exc.lineno} column "
-                                   f"{exc.colno} ({exc.msg})") from None  # fmt: skip
+            raise GenerationsError(
+                f"{path}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
+            ) from None
         data = None
     except RecursionError:
         raise GenerationsError(f"{path}: JSON nested too deeply") from None
     if data is not None and not isinstance(data, dict):
-        raise GenerationsError(f"{path}: top level is {_kind(data)}; expected an object "
-                               "{id: [generations]} or JSON Lines")  # fmt: skip
+        raise GenerationsError(
+            f"{path}: top level is {_kind(data)}; expected an object "
+            "{id: [generations]} or JSON Lines"
+        )
     if data is not None and not _looks_like_sample(data):
         return "official", _complete(path, _official(path, data), items)
-    return "jsonl", _complete(path, _jsonl(path, text, extract), items)
+    return "jsonl", _complete(path, _jsonl(path, text, items, extract), items)
 
 
 def _looks_like_sample(data: dict[str, Any]) -> bool:
@@ -65,17 +68,24 @@ def _official(path: Path, data: dict[str, Any]) -> dict[str, list[Extracted]]:
     samples: dict[str, list[Extracted]] = {}
     for key, generations in data.items():
         if not isinstance(generations, list):
-            raise GenerationsError(f"{path}: record {key!r}: expected a list of generation "
-                                   f"strings, got {_kind(generations)}")  # fmt: skip
+            raise GenerationsError(
+                f"{path}: record {key!r}: expected a list of generation "
+                f"strings, got {_kind(generations)}"
+            )
         for index, generation in enumerate(generations):
             if not isinstance(generation, str):
-                raise GenerationsError(f"{path}: record {key!r} generation {index}: expected a "
-                                       f"string, got {_kind(generation)}")  # fmt: skip
+                raise GenerationsError(
+                    f"{path}: record {key!r} generation {index}: expected a "
+                    f"string, got {_kind(generation)}"
+                )
         samples[key] = [Answer(generation) for generation in generations]
     return samples
 
 
-def _jsonl(path: Path, text: str, extract: Extractor) -> dict[str, list[Extracted]]:
+def _jsonl(
+    path: Path, text: str, items: Sequence[Item], extract: Extractor
+) -> dict[str, list[Extracted]]:
+    by_id = {item.id: item for item in items}
     found: dict[str, dict[int, tuple[int, Extracted]]] = {}
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -91,34 +101,41 @@ def _jsonl(path: Path, text: str, extract: Extractor) -> dict[str, list[Extracte
         if not isinstance(item_id, str):
             raise GenerationsError(f"{where}: field 'id' must be a string, got {_kind(item_id)}")
         if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
-            raise GenerationsError(f"{where}: field 'sample' must be an integer >= 0, "
-                                   f"got {sample!r}")  # fmt: skip
-        answer = _answer(where, record, extract)
+            raise GenerationsError(
+                f"{where}: field 'sample' must be an integer >= 0, got {sample!r}"
+            )
+        answer = _answer(where, record, by_id.get(item_id), extract)
         earlier = found.setdefault(item_id, {}).get(sample)
         if earlier is not None:
-            raise GenerationsError(f"{where}: duplicate sample {sample} of {item_id!r} (first on "
-                                   f"line {earlier[0]})")  # fmt: skip
+            raise GenerationsError(
+                f"{where}: duplicate sample {sample} of {item_id!r} (first on line {earlier[0]})"
+            )
         found[item_id][sample] = (number, answer)
     samples = {}
     for item_id, by_index in found.items():
         missing = sorted(set(range(len(by_index))) - set(by_index))
         if missing:
-            raise GenerationsError(f"{path}: {item_id!r} has samples {_numbers(sorted(by_index))}; "
-                                   f"sample {missing[0]} is missing")  # fmt: skip
+            raise GenerationsError(
+                f"{path}: {item_id!r} has samples {_numbers(sorted(by_index))}; "
+                f"sample {missing[0]} is missing"
+            )
         samples[item_id] = [by_index[index][1] for index in range(len(by_index))]
     return samples
 
 
-def _answer(where: str, record: dict[str, Any], extract: Extractor) -> Extracted:
+def _answer(where: str, record: dict[str, Any], item: Item | None, extract: Extractor) -> Extracted:
+    """The record's answer; an unknown id's is kept unread (the id is refused afterwards)."""
     has_completion, has_answer = "completion" in record, "answer" in record
     if has_completion == has_answer:
-        raise GenerationsError(f"{where}: give exactly one of 'completion' (raw model text) and "
-                               "'answer' (extracted text)")  # fmt: skip
+        raise GenerationsError(
+            f"{where}: give exactly one of 'completion' (raw model text) and "
+            "'answer' (extracted text)"
+        )
     field = "completion" if has_completion else "answer"
     value = record[field]
     if not isinstance(value, str):
         raise GenerationsError(f"{where}: field {field!r} must be a string, got {_kind(value)}")
-    return extract(value) if has_completion else Answer(value)
+    return extract(item, value) if has_completion and item is not None else Answer(value)
 
 
 def _complete(
@@ -128,13 +145,17 @@ def _complete(
     unknown = [key for key in samples if key not in known]
     if unknown:
         example = items[0].id if items else "?"
-        raise GenerationsError(f"{path}: record {unknown[0]!r}: unknown id for "
-                               f"{items[0].benchmark if items else 'this benchmark'} "
-                               f"({len(unknown)} unknown; ids look like {example!r})")  # fmt: skip
+        raise GenerationsError(
+            f"{path}: record {unknown[0]!r}: unknown id for "
+            f"{items[0].benchmark if items else 'this benchmark'} "
+            f"({len(unknown)} unknown; ids look like {example!r})"
+        )
     missing = [item.id for item in items if item.id not in samples]
     if missing:
-        raise GenerationsError(f"{path}: {len(missing)} of {len(items)} ids have no generations "
-                               f"(first: {missing[0]!r}); every id needs at least one")  # fmt: skip
+        raise GenerationsError(
+            f"{path}: {len(missing)} of {len(items)} ids have no generations "
+            f"(first: {missing[0]!r}); every id needs at least one"
+        )
     empty = next((key for key, answers in samples.items() if not answers), None)
     if empty is not None:
         raise GenerationsError(f"{path}: record {empty!r}: no generations; expected at least one")
@@ -142,8 +163,15 @@ def _complete(
 
 
 def _kind(value: object) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}  # fmt: skip
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
 
 

@@ -61,8 +61,13 @@ class CoverageCounts:
         return 2 * p * r / (p + r) if p + r else 0.0
 
     def to_dict(self) -> dict[str, float]:
-        return {"acc": self.accuracy, "prec": self.precision, "rec": self.recall, "f1": self.f1,
-                **asdict(self)}  # fmt: skip
+        return {
+            "acc": self.accuracy,
+            "prec": self.precision,
+            "rec": self.recall,
+            "f1": self.f1,
+            **asdict(self),
+        }
 
 
 def coverage_counts(decisions: Iterable[tuple[bool, bool]]) -> CoverageCounts:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codereasoner import tasks
+from codereasoner.benchmarks.reval import KINDS, LIMITS
 from codereasoner.evaluation.generations import GenerationsError
 from codereasoner.evaluation.reval_metrics import (
     accuracy,
@@ -32,14 +34,10 @@ from codereasoner.evaluation.reval_metrics import (
 )
 from codereasoner.execution import Limits, Pool
 from codereasoner.tasks import Answer, Extracted, Item, Reason, Score, run_plans
-from codereasoner.tasks.reval_tasks import RevalTasks
 
 __all__ = ["KINDS", "LIMITS", "RevalScored", "read_reval_generations", "score_reval"]
 
-KINDS = ("coverage", "state", "path", "output")
-LIMITS = Limits(timeout_s=10.0, wall_timeout_s=20.0, memory_mb=2048)
 Extract = Callable[[Item, str], Extracted]
-_TASKS = RevalTasks()
 
 
 @dataclass
@@ -94,8 +92,10 @@ def _jsonl(
         if not isinstance(item_id, str):
             raise GenerationsError(f"{where}: field 'id' must be a string")
         if item_id not in by_id:
-            raise GenerationsError(f"{where}: field 'id': unknown REval item {item_id!r} (ids "
-                                   "look like 'DREval/0/0/17/coverage')")  # fmt: skip
+            raise GenerationsError(
+                f"{where}: field 'id': unknown REval item {item_id!r} (ids "
+                "look like 'DREval/0/0/17/coverage')"
+            )
         if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
             raise GenerationsError(f"{where}: field 'sample' must be an integer >= 0")
         if sample in found.setdefault(item_id, {}):
@@ -162,9 +162,11 @@ def _logs(files: Sequence[Path], items: Sequence[Item], extract: Extract) -> Gen
                 key = (str(record["task_id"]), input_idx, kind)
                 targets = index.get(key)
                 if targets is None or len(targets) != len(entry["results"]):
-                    raise GenerationsError(f"{inner}: {len(entry['results'])} {kind} results "
-                                           f"for {key[0]} input {key[1]}, expected "
-                                           f"{len(targets or [])}")  # fmt: skip
+                    raise GenerationsError(
+                        f"{inner}: {len(entry['results'])} {kind} results "
+                        f"for {key[0]} input {key[1]}, expected "
+                        f"{len(targets or [])}"
+                    )
                 for item, result in zip(targets, entry["results"], strict=True):
                     out.answers.setdefault(item.id, []).append(extract(item, result["generated"]))
                     out.logged.setdefault(item.id, []).append(_logged(kind, result))
@@ -190,12 +192,16 @@ def _complete(path: Path, found: Generations, items: Sequence[Item]) -> Generati
         mine = [item for item in items if item.task == kind]
         missing = [item.id for item in mine if item.id not in found.answers]
         if missing:
-            raise GenerationsError(f"{path}: {len(missing)} of {len(mine)} {kind} items have no "
-                                   f"generations (first: {missing[0]!r})")  # fmt: skip
+            raise GenerationsError(
+                f"{path}: {len(missing)} of {len(mine)} {kind} items have no "
+                f"generations (first: {missing[0]!r})"
+            )
         counts = Counter(len(found.answers[item.id]) for item in mine)
         if len(counts) > 1:
-            raise GenerationsError(f"{path}: {kind} items have different numbers of samples "
-                                   f"({', '.join(map(str, sorted(counts)))})")  # fmt: skip
+            raise GenerationsError(
+                f"{path}: {kind} items have different numbers of samples "
+                f"({', '.join(map(str, sorted(counts)))})"
+            )
     return found
 
 
@@ -230,8 +236,9 @@ class RevalScored:
             else:
                 out[kind] = accuracy(flags)
         if len(out) == len(KINDS):
-            out["avg_acc"] = sum(out["coverage"]["acc"] if k == "coverage" else out[k]
-                                 for k in KINDS) / len(KINDS)  # fmt: skip
+            out["avg_acc"] = sum(
+                out["coverage"]["acc"] if k == "coverage" else out[k] for k in KINDS
+            ) / len(KINDS)
             out["consistency"] = incremental_consistency(self._rows(by_kind, repeat))
         return out
 
@@ -239,10 +246,17 @@ class RevalScored:
         self, by_kind: Mapping[str, list[Item]], repeat: int
     ) -> list[tuple[bool, bool, bool, bool]]:
         outputs = {self._pair(i): self.scores[i.id][repeat].correct for i in by_kind["output"]}
-        right = {kind: {(self._pair(i), i.metadata["lineno"]): self.scores[i.id][repeat].correct
-                        for i in by_kind[kind]} for kind in ("coverage", "state", "path")}  # fmt: skip
-        return [(right["coverage"][key], right["state"][key], right["path"][key],
-                 outputs[key[0]]) for key in right["coverage"]]  # fmt: skip
+        right = {
+            kind: {
+                (self._pair(i), i.metadata["lineno"]): self.scores[i.id][repeat].correct
+                for i in by_kind[kind]
+            }
+            for kind in ("coverage", "state", "path")
+        }
+        return [
+            (right["coverage"][key], right["state"][key], right["path"][key], outputs[key[0]])
+            for key in right["coverage"]
+        ]
 
     @staticmethod
     def _pair(item: Item) -> tuple[str, int]:
@@ -284,6 +298,6 @@ def score_reval(
 ) -> RevalScored:
     """Grade every answered item; output answers run in ``pool`` (batched per program)."""
     chosen = [item for item in items if item.id in answers]
-    plans = [_TASKS.plan(item, answers[item.id]) for item in chosen]
+    plans = [tasks.get(item.task).plan(item, answers[item.id]) for item in chosen]
     results = run_plans(pool, plans, limits)
     return RevalScored(list(items), {i.id: r for i, r in zip(chosen, results, strict=True)})

@@ -1,6 +1,6 @@
 """The resumable evaluation runner: prompts -> completions -> verdicts -> reports, in a run store.
 
-    settings = RunSettings(benchmarks=("cruxeval-o",), n=1)
+    settings = RunSettings(benchmarks=tuple(names), n=1)   # names: see `codereasoner bench list`
     with Runner(Path("runs/x"), OracleBackend(), settings) as runner:
         summary = runner.run()
 
@@ -26,34 +26,27 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from codereasoner import benchmarks
+from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks import Benchmark
-from codereasoner.evaluation.reports import core_report, pass_report, reval_report
-from codereasoner.evaluation.reval_scoring import LIMITS as REVAL_LIMITS
-from codereasoner.evaluation.reval_scoring import RevalScored, score_reval
-from codereasoner.evaluation.scoring import Scored, score
+from codereasoner.evaluation.families import Family, RunReport, family_of, load_report
+from codereasoner.evaluation.reports import Report
 from codereasoner.evaluation.store import ItemRow, RunStore
 from codereasoner.execution import Limits, Pool, SandboxUnavailable
 from codereasoner.models.base import Backend, Completion, Request, Sampling
 from codereasoner.models.base import prompt_hash as hash_prompt
-from codereasoner.tasks import (
-    OFFICIAL_LIMITS,
-    Answer,
-    Extracted,
-    Extraction,
-    Grading,
-    Item,
-    ParseFailure,
-    Score,
-    Style,
-    template,
-)
-from codereasoner.tasks.reval_tasks import RevalTasks
+from codereasoner.tasks import Extracted, Extraction, Grading, Item, Score
 
 __all__ = [
-    "RunError", "RunSettings", "RunSummary", "Runner", "available", "headline", "load_items",
-    "select_items", "style_for",
-]  # fmt: skip
+    "RunError",
+    "RunSettings",
+    "RunSummary",
+    "Runner",
+    "available",
+    "headline",
+    "load_items",
+    "select_items",
+    "style_for",
+]
 
 FORMAT = "run-store"  # the reports' "format" field
 SCORE_CHUNK = 500  # items graded and stored per transaction
@@ -85,14 +78,20 @@ class RunSettings:
 
     def config(self) -> dict[str, Any]:
         """The run row's config (JSON)."""
-        sampling = {key: value for key, value in json.loads(self.sampling.key()).items()
-                    if key != "stop"}  # fmt: skip
+        sampling = {
+            key: value for key, value in json.loads(self.sampling.key()).items() if key != "stop"
+        }
         return {
-            "benchmarks": list(self.benchmarks), "n": self.n, "sampling": sampling,
-            "style": self.style, "extraction": self.extraction, "grading": self.grading,
-            "chat": self.chat, "limit": self.limit,
+            "benchmarks": list(self.benchmarks),
+            "n": self.n,
+            "sampling": sampling,
+            "style": self.style,
+            "extraction": self.extraction,
+            "grading": self.grading,
+            "chat": self.chat,
+            "limit": self.limit,
             "data_dir": None if self.data_dir is None else str(self.data_dir),
-        }  # fmt: skip
+        }
 
 
 @dataclass
@@ -110,12 +109,16 @@ class RunSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "run_dir": str(self.run_dir), "model": self.model,
+            "run_dir": str(self.run_dir),
+            "model": self.model,
             "note": SELF_CHECK if self.self_check is not None else "",
-            "headline": {name: headline(report) for name, report in self.reports.items()},
-            "generated": self.generated, "cached": self.cached, "graded": self.graded,
-            "self_check": self.self_check, "reports": self.reports,
-        }  # fmt: skip
+            "headline": {name: headline(name, report) for name, report in self.reports.items()},
+            "generated": self.generated,
+            "cached": self.cached,
+            "graded": self.graded,
+            "self_check": self.self_check,
+            "reports": self.reports,
+        }
 
 
 class Events(Protocol):
@@ -135,27 +138,19 @@ class _Quiet:
 
 
 # ---------------------------------------------------------------------------------------
-# per-benchmark choices
+# per-benchmark choices: read from the benchmark's declaration
 # ---------------------------------------------------------------------------------------
 
 
-def _group(bench: Benchmark, item: Item) -> str:
-    """Items that must be kept together by ``--limit`` (their metrics need each other)."""
-    if bench.name == "reval":
-        return f"{item.metadata['task_id']}/{item.metadata['input_idx']}"
-    if bench.name.startswith("core"):
-        return str(item.metadata.get("problem", item.id))
-    return item.id
-
-
 def select_items(bench: Benchmark, items: Sequence[Item], limit: int | None) -> list[Item]:
-    """A deterministic subset of about ``limit`` items: whole groups (REval: a program and
-    input; CoRE: a problem) in the order of a hash of their key, until ``limit`` is reached."""
+    """A deterministic subset of about ``limit`` items: whole groups (``Benchmark.group``: e.g.
+    REval's program and input, CoRE's problem) in the order of a hash of their key, until
+    ``limit`` is reached."""
     if limit is None or limit >= len(items):
         return list(items)
     groups: dict[str, list[Item]] = {}
     for item in items:
-        groups.setdefault(_group(bench, item), []).append(item)
+        groups.setdefault(bench.group(item), []).append(item)
     order = sorted(groups, key=lambda key: hashlib.sha256(key.encode()).hexdigest())
     chosen: set[str] = set()
     count = 0
@@ -164,18 +159,20 @@ def select_items(bench: Benchmark, items: Sequence[Item], limit: int | None) -> 
             break
         chosen.add(key)
         count += len(groups[key])
-    return [item for item in items if _group(bench, item) in chosen]
+    return [item for item in items if bench.group(item) in chosen]
 
 
-STYLES = ("direct", "cot", "phind", "coc")
+def known_styles() -> list[str]:
+    """Every prompt style some registered task kind has, in registration order."""
+    found = [str(style) for name in tasks.names() for style in tasks.get(name).styles]
+    return list(dict.fromkeys(found))
 
 
 def style_for(bench: Benchmark, style: str) -> str:
     """``style`` where the benchmark supports it, else ``direct`` (every benchmark has it)."""
-    if style not in STYLES:
-        raise RunError(f"--style {style!r}: expected one of {', '.join(STYLES)}")
-    names = [str(getattr(s, "value", s)) for s in bench.task.styles]
-    return style if style in names else "direct"
+    if style not in known_styles():
+        raise RunError(f"--style {style!r}: expected one of {', '.join(known_styles())}")
+    return style if style in bench.styles else "direct"
 
 
 def available(data_dir: Path | None = None) -> list[str]:
@@ -191,78 +188,17 @@ def available(data_dir: Path | None = None) -> list[str]:
 
 
 def load_items(bench: Benchmark, data_dir: Path | None, *, download: bool = True) -> list[Item]:
-    """``data_dir`` may hold the benchmark's files or one folder per dataset (``cruxeval/``)."""
-    if data_dir is not None and (data_dir / bench.dataset).is_dir():
-        data_dir = data_dir / bench.dataset
+    """``data_dir``: the data root (one folder per dataset) or the benchmark's own folder."""
     try:
         return bench.load(data_dir, download=download)
     except benchmarks.DataUnavailable as exc:
         raise RunError(f"{bench.name}: {exc}") from None
 
 
-def _extraction(bench: Benchmark, extraction: str | None) -> Extraction:
-    core = bench.name.startswith("core")
-    if extraction is None:
-        return Extraction.ROBUST if core else Extraction.OFFICIAL
-    try:
-        chosen = Extraction(extraction)
-    except ValueError:
-        names = ", ".join(e.value for e in Extraction)
-        raise RunError(f"--extraction {extraction!r}: expected one of {names}") from None
-    if chosen is Extraction.OFFICIAL_OPENAI and (core or bench.name == "reval"):
-        raise RunError(f"--extraction official-openai: {bench.name} has no OpenAI-specific rule")
-    return chosen
-
-
-def _stop(bench: Benchmark, style: str, chat: bool) -> tuple[str, ...]:
-    """Upstream stop sequences (benchmarks.md §1)."""
-    if bench.name.startswith("cruxeval"):
-        return ("# done",) if style == Style.PHIND else ("[/ANSWER]",)
-    if bench.name == "reval":
-        return ("[/ANSWER]",)
-    if bench.name.startswith("lcb"):
-        return () if chat else ("###",)
-    return ()
-
-
-def _system(bench: Benchmark, chat: bool) -> str | None:
-    """Upstream system messages, sent in chat mode only."""
-    if not chat:
-        return None
-    name = {"cruxeval-o": "cruxeval/system_openai.txt", "cruxeval-i": "cruxeval/system_openai.txt",
-            "lcb-execution": "livecodebench/execution_system.txt",
-            "lcb-test-output": "livecodebench/test_output_system_generic.txt"}.get(bench.name)  # fmt: skip
-    return None if name is None else template(name).strip()
-
-
-def _limits(bench: Benchmark, timeout: float | None) -> Limits:
-    base = REVAL_LIMITS if bench.name == "reval" else OFFICIAL_LIMITS
-    if timeout is None:
-        return base
-    if timeout <= 0:
-        raise RunError(f"--timeout {timeout}: expected a positive number of seconds")
-    # Upstream CRUXEval and LiveCodeBench limit wall-clock time; REval's limit is on CPU time.
-    wall = 2 * timeout + 1 if bench.name == "reval" else timeout
-    return Limits(timeout_s=timeout, wall_timeout_s=wall, memory_mb=base.memory_mb)
-
-
-def headline(report: dict[str, Any]) -> dict[str, float]:
-    """A report's main metrics: pass@k; REval accuracies and IC; CoRE's project metrics."""
-    if "variants" in report:
-        mean = report["variants"]["project"]["mean"]
-        return {
-            key: mean[key] for key in ("I", "Is", "W", "Ws", "RCS") if mean.get(key) is not None
-        }
-    if report.get("benchmark") == "reval":
-        found = {}
-        for key in ("coverage", "state", "path", "output", "avg_acc", "consistency"):
-            value = report.get(key)
-            if isinstance(value, dict):
-                value = value.get("acc")
-            if value is not None:
-                found[key] = value
-        return found
-    return {key: value for key, value in report.items() if key.startswith("pass@")}
+def headline(benchmark: str, report: dict[str, Any]) -> dict[str, float]:
+    """A stored report's main metrics (its family's ``headline``)."""
+    typed = load_report(benchmark, report)
+    return {} if typed is None else typed.headline()
 
 
 # ---------------------------------------------------------------------------------------
@@ -271,13 +207,15 @@ def headline(report: dict[str, Any]) -> dict[str, float]:
 
 
 @dataclass
-class _Plan:
-    """One benchmark, resolved: its items and how they are prompted and read."""
+class Resolved:
+    """One benchmark, resolved: its items and how they are prompted, read and graded."""
 
     bench: Benchmark
+    family: Family
     items: list[Item]
     style: str
     extraction: Extraction
+    limits: Limits
     sampling: Sampling
     system: str | None
     prompts: dict[str, str]  # item id -> prompt text
@@ -311,26 +249,32 @@ class Runner:
         self.events: Events = events or _Quiet()
         self.pool_factory = pool_factory
         self._pool: Pool | None = None
-        self.plans = [self._plan(name) for name in settings.benchmarks]
+        self.plans = [self._resolve(name) for name in settings.benchmarks]
         self.store: RunStore | None = None
         self._config: dict[str, Any] = {}
 
     # -- set-up (no writes) -----------------------------------------------------------------
 
-    def _plan(self, name: str) -> _Plan:
+    def _resolve(self, name: str) -> Resolved:
         try:
             bench = benchmarks.get(name)
+            family = family_of(bench)
+            extraction = bench.choose_extraction(self.settings.extraction)
+            limits = bench.limits_for(self.settings.timeout)
         except KeyError as exc:
             raise RunError(f"--bench: {exc.args[0]}") from None
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
         style = style_for(bench, self.settings.style)
-        extraction = _extraction(bench, self.settings.extraction)
         items = select_items(bench, load_items(bench, self.settings.data_dir), self.settings.limit)
         chat = self.settings.chat
-        system = _system(bench, chat)
-        prompts = {item.id: bench.task.prompt(item, style) for item in items}
+        system = bench.system_message(chat)
+        prompts = {item.id: tasks.get(item.task).prompt(item, style) for item in items}
         hashes = {key: hash_prompt(text, chat, system) for key, text in prompts.items()}
-        sampling = replace(self.settings.sampling, stop=_stop(bench, style, chat))
-        return _Plan(bench, items, style, extraction, sampling, system, prompts, hashes)
+        sampling = replace(self.settings.sampling, stop=bench.stop(style, chat))
+        return Resolved(
+            bench, family, items, style, extraction, limits, sampling, system, prompts, hashes
+        )
 
     def check_resumable(self) -> None:
         """RunError when ``run_dir`` holds a run of another model or other settings."""
@@ -342,13 +286,16 @@ class Runner:
             return
         where = f"{self.run_dir}: holds a run of"
         if row.model != self.backend.model_id:
-            raise RunError(f"{where} model {row.model!r}, not {self.backend.model_id!r} "
-                           "(choose another --out)")  # fmt: skip
+            raise RunError(
+                f"{where} model {row.model!r}, not {self.backend.model_id!r} (choose another --out)"
+            )
         mine = self.settings.config()
         for key in FIXED:
             if row.config.get(key) != mine[key]:
-                raise RunError(f"{where} {key}={json.dumps(row.config.get(key))}, this run asks "
-                               f"{key}={json.dumps(mine[key])} (choose another --out)")  # fmt: skip
+                raise RunError(
+                    f"{where} {key}={json.dumps(row.config.get(key))}, this run asks "
+                    f"{key}={json.dumps(mine[key])} (choose another --out)"
+                )
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -385,8 +332,9 @@ class Runner:
             for plan in self.plans:
                 self._run_one(store, plan, summary)
             if self.backend.model_id == ORACLE:
-                summary.self_check = {plan.bench.name: self._self_check(store, plan)
-                                      for plan in self.plans}  # fmt: skip
+                summary.self_check = {
+                    plan.bench.name: self._self_check(store, plan) for plan in self.plans
+                }
         except BaseException as exc:
             message = " ".join(str(exc).split()) or type(exc).__name__
             store.set_status("failed", message[:500])
@@ -394,11 +342,12 @@ class Runner:
         store.set_status("done")
         return summary
 
-    def _run_one(self, store: RunStore, plan: _Plan, summary: RunSummary) -> None:
+    def _run_one(self, store: RunStore, plan: Resolved, summary: RunSummary) -> None:
         name = plan.bench.name
         chat = self.settings.chat
-        store.record_prompts((plan.hashes[i.id], plan.prompts[i.id], chat, plan.system)
-                             for i in plan.items)  # fmt: skip
+        store.record_prompts(
+            (plan.hashes[i.id], plan.prompts[i.id], chat, plan.system) for i in plan.items
+        )
         store.record_items(name, self._item_rows(plan))
         # The exact cache key (stop sequences differ per benchmark), recorded before generating
         # so that the report finds the completions of an interrupted run too.
@@ -413,20 +362,19 @@ class Runner:
         reports = store.results()
         reported = self._config.setdefault("reported_n", {})
         if graded or name not in reports or reported.get(name) != self.settings.n:
-            reports[name] = self._report(store, plan, time.perf_counter() - started)
+            reports[name] = self._report(store, plan, time.perf_counter() - started).to_dict()
             store.record_result(name, reports[name])
             reported[name] = self.settings.n  # the samples the stored report covers
             store.update_config(self._config)
         summary.reports[name] = reports[name]
 
-    def _item_rows(self, plan: _Plan) -> Iterable[ItemRow]:
-        breakdown = plan.bench.breakdown
+    def _item_rows(self, plan: Resolved) -> Iterable[ItemRow]:
         for item in plan.items:
             metadata = json.dumps(dict(item.metadata), default=str)
-            category = str(item.metadata.get(breakdown, "?"))
+            category = plan.bench.category(item)
             yield ItemRow(item.id, item.task, plan.hashes[item.id], item.truth, category, metadata)
 
-    def _generate(self, store: RunStore, plan: _Plan) -> tuple[int, int]:
+    def _generate(self, store: RunStore, plan: Resolved) -> tuple[int, int]:
         """Ask for the missing (prompt, sample) pairs; store each request's answer at once."""
         model, key, n = self.backend.model_id, plan.sampling.key(), self.settings.n
         cached = store.cached_samples(model, key, n)
@@ -439,10 +387,18 @@ class Runner:
                 wanted[digest] = (item, missing)
         hits = sum(len(cached.get(digest, ())) for digest in set(plan.hashes.values()))
         requests = [
-            Request(plan.prompts[item.id], missing, plan.sampling, self.settings.chat,
-                    plan.system, item, plan.bench.name, plan.style)
+            Request(
+                plan.prompts[item.id],
+                missing,
+                plan.sampling,
+                self.settings.chat,
+                plan.system,
+                item,
+                plan.bench.name,
+                plan.style,
+            )
             for item, missing in wanted.values()
-        ]  # fmt: skip
+        ]
         digests = list(wanted)
         name = plan.bench.name
         self.events.start(name, "generate", len(requests))
@@ -455,7 +411,7 @@ class Runner:
             self.backend.generate(requests, on_result)
         return sum(len(r.samples) for r in requests), hits
 
-    def _grade(self, store: RunStore, plan: _Plan) -> int:
+    def _grade(self, store: RunStore, plan: Resolved) -> int:
         """Extract and grade the samples without a stored verdict; returns how many."""
         name, n = plan.bench.name, self.settings.n
         done = store.scored_samples(name, n)
@@ -464,8 +420,9 @@ class Runner:
         self.events.start(name, "grade", len(todo))
         if not todo:
             return 0
-        texts = store.completions(self.backend.model_id, plan.sampling.key(),
-                                  {plan.hashes[item.id] for item in todo}, n)  # fmt: skip
+        texts = store.completions(
+            self.backend.model_id, plan.sampling.key(), {plan.hashes[item.id] for item in todo}, n
+        )
         graded = 0
         for start in range(0, len(todo), SCORE_CHUNK):
             chunk = todo[start : start + SCORE_CHUNK]
@@ -473,8 +430,10 @@ class Runner:
             for item in chunk:
                 found = [texts.get((plan.hashes[item.id], sample)) for sample in range(n)]
                 if any(text is None for text in found):
-                    raise RunError(f"{name}: item {item.id}: the backend returned no completion "
-                                   "for some samples")  # fmt: skip
+                    raise RunError(
+                        f"{name}: item {item.id}: the backend returned no completion "
+                        "for some samples"
+                    )
                 answers[item.id] = [self._extract(plan, item, t.text) for t in found if t]
             scores = self._score(plan, chunk, answers)
             store.record_scores(name, (s for item in chunk for s in scores[item.id]))
@@ -482,26 +441,15 @@ class Runner:
             self.events.advance(name, "grade", len(chunk))
         return graded
 
-    def _extract(self, plan: _Plan, item: Item, text: str) -> Extracted:
-        task = plan.bench.task
-        if isinstance(task, RevalTasks):
-            return task.extract_for(item, text, plan.style, plan.extraction)
-        kinds = getattr(task, "kinds", None)  # CoreTasks: each kind has its own rule
-        if isinstance(kinds, dict) and item.task in kinds:
-            return kinds[item.task].extract(text, plan.style, plan.extraction)
-        return task.extract(text, plan.style, plan.extraction)
+    def _extract(self, plan: Resolved, item: Item, text: str) -> Extracted:
+        return tasks.get(item.task).extract(item, text, plan.style, plan.extraction)
 
     def _score(
-        self, plan: _Plan, items: list[Item], answers: dict[str, list[Extracted]]
+        self, plan: Resolved, items: list[Item], answers: dict[str, list[Extracted]]
     ) -> dict[str, list[Score]]:
-        bench = plan.bench
-        if bench.name.startswith("core"):  # literals compared here; project grading stored
-            return score(bench, items, answers, None, grading=Grading.STRICT).scores
-        limits = _limits(bench, self.settings.timeout)
-        if bench.name == "reval":
-            return score_reval(items, answers, self._open_pool(), limits).scores
-        return score(bench, items, answers, self._open_pool(), grading=self.grading,
-                     limits=limits).scores  # fmt: skip
+        return plan.family.grade(
+            plan.bench, items, answers, self._open_pool, self.grading, plan.limits
+        )
 
     def _open_pool(self) -> Pool:
         if self._pool is None:
@@ -514,31 +462,21 @@ class Runner:
                 raise RunError(f"sandbox unavailable: {exc}") from None
         return self._pool
 
-    def _report(self, store: RunStore, plan: _Plan, elapsed: float) -> dict[str, Any]:
+    def _report(self, store: RunStore, plan: Resolved, elapsed: float) -> Report:
         bench, n = plan.bench, self.settings.n
         scores = store.scores(bench.name, n)
         incomplete = [i.id for i in plan.items if len(scores.get(i.id, ())) != n]
         if incomplete:
-            raise RunError(f"{bench.name}: {len(incomplete)} items lack verdicts "
-                           f"(first: {incomplete[0]!r})")  # fmt: skip
+            raise RunError(
+                f"{bench.name}: {len(incomplete)} items lack verdicts (first: {incomplete[0]!r})"
+            )
         mine = {item.id: scores[item.id] for item in plan.items}
-        where = str(store.path)
-        if bench.name.startswith("core"):
-            answers = {key: [ParseFailure(s.detail) if s.answer is None else Answer(s.answer)
-                             for s in value] for key, value in mine.items()}  # fmt: skip
-            return core_report(bench, plan.items, answers, where, FORMAT)
-        if bench.name == "reval":
-            report = reval_report(RevalScored(plan.items, mine), {}, Style(plan.style),
-                                  plan.extraction)  # fmt: skip
-            report.update(generations=where, format=FORMAT, wall_s=round(elapsed, 3))
-            return report
-        ks = [k for k in (1, 5) if k <= n]
-        official = Scored(bench, plan.items, self.grading, mine)
-        report = pass_report(official, None, ks, where, FORMAT, elapsed)
-        report.update(style=plan.style, extraction=plan.extraction.value)  # as `score` says
-        return report
+        run = RunReport(
+            str(store.path), FORMAT, plan.style, plan.extraction, self.grading, n, elapsed
+        )
+        return plan.family.report(bench, plan.items, mine, run)
 
-    def _self_check(self, store: RunStore, plan: _Plan) -> dict[str, Any]:
+    def _self_check(self, store: RunStore, plan: Resolved) -> dict[str, Any]:
         """The oracle's misses: items it cannot state (``no_truth``), items sharing their exact
         prompt with an item of another truth (``ambiguous``: one completion cannot answer both),
         and samples graded wrong otherwise (``graded_wrong``: grading bugs). ``passed`` when
@@ -546,11 +484,16 @@ class Runner:
         from codereasoner.models.oracle import NO_TRUTH
 
         name, n = plan.bench.name, self.settings.n
-        texts = store.completions(self.backend.model_id, plan.sampling.key(),
-                                  set(plan.hashes.values()), n)  # fmt: skip
-        no_truth = sorted({item.id for item in plan.items
-                           if any(texts[(plan.hashes[item.id], s)].finish_reason == NO_TRUTH
-                                  for s in range(n))})  # fmt: skip
+        texts = store.completions(
+            self.backend.model_id, plan.sampling.key(), set(plan.hashes.values()), n
+        )
+        no_truth = sorted(
+            {
+                item.id
+                for item in plan.items
+                if any(texts[(plan.hashes[item.id], s)].finish_reason == NO_TRUTH for s in range(n))
+            }
+        )
         truths: dict[str, set[str]] = {}
         for item in plan.items:
             truths.setdefault(plan.hashes[item.id], set()).add(item.truth)
@@ -558,16 +501,26 @@ class Runner:
         excused = set(no_truth) | set(ambiguous)
         scores = store.scores(name, n)
         wrong = [
-            {"id": item.id, "sample": verdict.sample, "reason": verdict.reason.value,
-             "detail": verdict.detail}
-            for item in plan.items if item.id not in excused
-            for verdict in scores.get(item.id, []) if not verdict.correct or verdict.skipped
-        ]  # fmt: skip
-        missed = {item.id for item in plan.items
-                  if any(not v.correct for v in scores.get(item.id, []))}  # fmt: skip
+            {
+                "id": item.id,
+                "sample": verdict.sample,
+                "reason": verdict.reason.value,
+                "detail": verdict.detail,
+            }
+            for item in plan.items
+            if item.id not in excused
+            for verdict in scores.get(item.id, [])
+            if not verdict.correct or verdict.skipped
+        ]
+        missed = {
+            item.id for item in plan.items if any(not v.correct for v in scores.get(item.id, []))
+        }
         return {
-            "items": len(plan.items), "samples": sum(len(scores.get(i.id, [])) for i in plan.items),
-            "no_truth": no_truth, "ambiguous": ambiguous,
-            "ambiguous_missed": sorted(missed & set(ambiguous)), "graded_wrong": wrong,
+            "items": len(plan.items),
+            "samples": sum(len(scores.get(i.id, [])) for i in plan.items),
+            "no_truth": no_truth,
+            "ambiguous": ambiguous,
+            "ambiguous_missed": sorted(missed & set(ambiguous)),
+            "graded_wrong": wrong,
             "passed": not wrong,
-        }  # fmt: skip
+        }

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from codereasoner import tasks
 from codereasoner.benchmarks import Benchmark
 from codereasoner.evaluation.metrics import Counts, breakdown, item_counts, pass_table
 from codereasoner.execution import Limits, Pool
@@ -64,12 +65,22 @@ class Scored:
             item.id: str(item.metadata.get(self.benchmark.breakdown, "?")) for item in self.items
         }
         table = breakdown(self.counts, categories, ks, small_n=self.small_n)
-        return {name: {key: value if key == "items" else 100 * value for key, value in row.items()}
-                for name, row in table.items()}  # fmt: skip
+        return {
+            name: {key: value if key == "items" else 100 * value for key, value in row.items()}
+            for name, row in table.items()
+        }
 
     def reasons(self) -> dict[str, int]:
         tally = Counter(score.reason.value for scores in self.scores.values() for score in scores)
         return dict(tally.most_common())
+
+
+def default_ks(
+    answers: Mapping[str, Sequence[Extracted]], wanted: Sequence[int] = (1, 5)
+) -> list[int]:
+    """The pass@k values of ``wanted`` that every item has enough samples for (at least 1)."""
+    fewest = min((len(value) for value in answers.values()), default=1)
+    return [k for k in wanted if k <= fewest] or [1]
 
 
 def check_ks(ks: Sequence[int], answers: Mapping[str, Sequence[Extracted]]) -> None:
@@ -79,8 +90,9 @@ def check_ks(ks: Sequence[int], answers: Mapping[str, Sequence[Extracted]]) -> N
         if k < 1:
             raise ValueError(f"--k: values must be at least 1, got {k}")
         if len(fewest[1]) < k:
-            raise ValueError(f"pass@{k} needs at least {k} samples per item; {fewest[0]!r} "
-                             f"has {len(fewest[1])}")  # fmt: skip
+            raise ValueError(
+                f"pass@{k} needs at least {k} samples per item; {fewest[0]!r} has {len(fewest[1])}"
+            )
 
 
 def score(
@@ -99,7 +111,7 @@ def score(
     Pass the same ``memo`` to grade again (e.g. strictly) without re-running the same calls.
     """
     chosen = Grading(grading)
-    plans = [benchmark.task.plan(item, answers[item.id], chosen) for item in items]
+    plans = [tasks.get(item.task).plan(item, answers[item.id], chosen) for item in items]
     results = run_plans(pool, plans, limits, memo)
     scores = {item.id: result for item, result in zip(items, results, strict=True)}
     return Scored(benchmark, list(items), chosen, scores, copies)
@@ -108,23 +120,32 @@ def score(
 def strict_report(official: Scored, strict: Scored, examples: int = 3) -> list[dict[str, Any]]:
     """Samples on which official and strict grading disagree, grouped by the pair of reasons."""
     groups: dict[tuple[str, str], list[tuple[Score, Score]]] = {}
-    for item_id, pairs in official.scores.items():
-        for first, second in zip(pairs, strict.scores[item_id], strict=True):
+    for item_id, verdicts in official.scores.items():
+        for first, second in zip(verdicts, strict.scores[item_id], strict=True):
             if (first.correct and not first.skipped) != second.correct:
                 key = (first.reason.value, second.reason.value)
                 groups.setdefault(key, []).append((first, second))
     rows = []
     for (first_reason, second_reason), pairs in sorted(groups.items(), key=lambda g: -len(g[1])):
-        rows.append({
-            "official": first_reason, "strict": second_reason, "count": len(pairs),
-            "items": len({pair[0].item_id for pair in pairs}),
-            "note": DISAGREEMENT_NOTES.get((first_reason, second_reason), ""),
-            "examples": [
-                {"id": a.item_id, "sample": a.sample, "answer": a.answer,
-                 "official": a.detail, "strict": b.detail}
-                for a, b in pairs[:examples]
-            ],
-        })  # fmt: skip
+        rows.append(
+            {
+                "official": first_reason,
+                "strict": second_reason,
+                "count": len(pairs),
+                "items": len({pair[0].item_id for pair in pairs}),
+                "note": DISAGREEMENT_NOTES.get((first_reason, second_reason), ""),
+                "examples": [
+                    {
+                        "id": a.item_id,
+                        "sample": a.sample,
+                        "answer": a.answer,
+                        "official": a.detail,
+                        "strict": b.detail,
+                    }
+                    for a, b in pairs[:examples]
+                ],
+            }
+        )
     return rows
 
 

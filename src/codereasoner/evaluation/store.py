@@ -196,22 +196,28 @@ class RunStore:
             )
 
     def update_config(self, config: Mapping[str, Any]) -> None:
-        self._write("UPDATE run SET config=?, updated=? WHERE id=?",
-                    [(json.dumps(config, sort_keys=True), time.time(), RUN_ID)])  # fmt: skip
+        self._write(
+            "UPDATE run SET config=?, updated=? WHERE id=?",
+            [(json.dumps(config, sort_keys=True), time.time(), RUN_ID)],
+        )
 
     def set_status(self, status: str, message: str = "") -> None:
         """``running``, ``done`` or ``failed`` (with the failure's one-line message)."""
         if status not in STATUSES:
             raise ValueError(f"run status {status!r}; expected one of {', '.join(STATUSES)}")
-        self._write("UPDATE run SET status=?, message=?, updated=? WHERE id=?",
-                    [(status, message, time.time(), RUN_ID)])  # fmt: skip
+        self._write(
+            "UPDATE run SET status=?, message=?, updated=? WHERE id=?",
+            [(status, message, time.time(), RUN_ID)],
+        )
 
     # -- prompts and completions -----------------------------------------------------------
 
     def record_prompts(self, rows: Iterable[tuple[str, str, bool, str | None]]) -> None:
         """``(hash, text, chat, system)`` rows; existing hashes are kept."""
-        self._write("INSERT OR IGNORE INTO prompts (hash, text, chat, system) VALUES (?, ?, ?, ?)",
-                    ((h, text, int(chat), system) for h, text, chat, system in rows))  # fmt: skip
+        self._write(
+            "INSERT OR IGNORE INTO prompts (hash, text, chat, system) VALUES (?, ?, ?, ?)",
+            ((h, text, int(chat), system) for h, text, chat, system in rows),
+        )
 
     def record_completions(
         self, model: str, prompt_hash: str, sampling: str, completions: Sequence[Completion]
@@ -222,25 +228,44 @@ class RunStore:
             "INSERT OR IGNORE INTO completions (model, prompt_hash, sampling, sample, text, "
             "finish_reason, prompt_tokens, completion_tokens, latency_s, created) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(model, prompt_hash, sampling, c.sample, c.text, c.finish_reason, c.prompt_tokens,
-              c.completion_tokens, c.latency_s, now) for c in completions],
-        )  # fmt: skip
+            [
+                (
+                    model,
+                    prompt_hash,
+                    sampling,
+                    c.sample,
+                    c.text,
+                    c.finish_reason,
+                    c.prompt_tokens,
+                    c.completion_tokens,
+                    c.latency_s,
+                    now,
+                )
+                for c in completions
+            ],
+        )
 
     def cached_samples(self, model: str, sampling: str, n: int) -> dict[str, set[int]]:
         """Sample indices below ``n`` already stored, per prompt hash."""
         found: dict[str, set[int]] = {}
-        rows = self._read("SELECT prompt_hash, sample FROM completions WHERE model=? AND "
-                          "sampling=? AND sample<?", (model, sampling, n))  # fmt: skip
+        rows = self._read(
+            "SELECT prompt_hash, sample FROM completions WHERE model=? AND sampling=? AND sample<?",
+            (model, sampling, n),
+        )
         for prompt_hash, sample in rows:
             found.setdefault(prompt_hash, set()).add(sample)
         return found
 
-    def completions(self, model: str, sampling: str, hashes: Iterable[str], n: int
-                    ) -> dict[tuple[str, int], StoredCompletion]:  # fmt: skip
+    def completions(
+        self, model: str, sampling: str, hashes: Iterable[str], n: int
+    ) -> dict[tuple[str, int], StoredCompletion]:
         """The stored completions of ``hashes`` with sample < ``n``, by (hash, sample)."""
         wanted = set(hashes)
-        rows = self._read("SELECT prompt_hash, sample, text, finish_reason FROM completions "
-                          "WHERE model=? AND sampling=? AND sample<?", (model, sampling, n))  # fmt: skip
+        rows = self._read(
+            "SELECT prompt_hash, sample, text, finish_reason FROM completions "
+            "WHERE model=? AND sampling=? AND sample<?",
+            (model, sampling, n),
+        )
         return {(row[0], row[1]): StoredCompletion(*row) for row in rows if row[0] in wanted}
 
     # -- items, scores, results -------------------------------------------------------------
@@ -249,14 +274,17 @@ class RunStore:
         self._write(
             "INSERT OR REPLACE INTO items (benchmark, item_id, task, prompt_hash, truth, "
             "category, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            ((benchmark, r.item_id, r.task, r.prompt_hash, r.truth, r.category, r.metadata)
-             for r in rows),
-        )  # fmt: skip
+            (
+                (benchmark, r.item_id, r.task, r.prompt_hash, r.truth, r.category, r.metadata)
+                for r in rows
+            ),
+        )
 
     def scored_samples(self, benchmark: str, n: int) -> dict[str, set[int]]:
         found: dict[str, set[int]] = {}
-        rows = self._read("SELECT item_id, sample FROM scores WHERE benchmark=? AND sample<?",
-                          (benchmark, n))  # fmt: skip
+        rows = self._read(
+            "SELECT item_id, sample FROM scores WHERE benchmark=? AND sample<?", (benchmark, n)
+        )
         for item_id, sample in rows:
             found.setdefault(item_id, set()).add(sample)
         return found
@@ -266,15 +294,28 @@ class RunStore:
         self._write(
             "INSERT OR REPLACE INTO scores (benchmark, item_id, sample, answer, correct, reason, "
             "detail, skipped) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            ((benchmark, s.item_id, s.sample, s.answer, int(s.correct), s.reason.value, s.detail,
-              int(s.skipped)) for s in scores),
-        )  # fmt: skip
+            (
+                (
+                    benchmark,
+                    s.item_id,
+                    s.sample,
+                    s.answer,
+                    int(s.correct),
+                    s.reason.value,
+                    s.detail,
+                    int(s.skipped),
+                )
+                for s in scores
+            ),
+        )
 
     def scores(self, benchmark: str, n: int) -> dict[str, list[Score]]:
         """Every stored verdict with sample < ``n``, per item, in sample order."""
-        rows = self._read("SELECT item_id, sample, answer, correct, reason, detail, skipped FROM "
-                          "scores WHERE benchmark=? AND sample<? ORDER BY item_id, sample",
-                          (benchmark, n))  # fmt: skip
+        rows = self._read(
+            "SELECT item_id, sample, answer, correct, reason, detail, skipped FROM "
+            "scores WHERE benchmark=? AND sample<? ORDER BY item_id, sample",
+            (benchmark, n),
+        )
         found: dict[str, list[Score]] = {}
         for item_id, sample, answer, correct, reason, detail, skipped in rows:
             found.setdefault(item_id, []).append(
@@ -283,8 +324,10 @@ class RunStore:
         return found
 
     def record_result(self, benchmark: str, report: Mapping[str, Any]) -> None:
-        self._write("INSERT OR REPLACE INTO results (benchmark, report, created) VALUES (?, ?, ?)",
-                    [(benchmark, json.dumps(report), time.time())])  # fmt: skip
+        self._write(
+            "INSERT OR REPLACE INTO results (benchmark, report, created) VALUES (?, ?, ?)",
+            [(benchmark, json.dumps(report), time.time())],
+        )
 
     def results(self) -> dict[str, dict[str, Any]]:
         rows = self._read("SELECT benchmark, report FROM results ORDER BY benchmark")

@@ -12,8 +12,13 @@ from codereasoner.execution.protocol import ExecResult, Limits
 
 def observable(result: ExecResult) -> tuple[Any, ...]:
     """What a user of the result can see; timings and memory use excluded."""
-    return (result.status, result.value, result.exception_type, result.exception_message,
-            result.stdout)  # fmt: skip
+    return (
+        result.status,
+        result.value,
+        result.exception_type,
+        result.exception_message,
+        result.stdout,
+    )
 
 
 def run_under_seeds(

@@ -39,13 +39,48 @@ from codereasoner.execution.sandbox import (
 )
 
 DEFAULT_PRELOAD = (
-    "re", "math", "cmath", "collections", "itertools", "functools", "string", "heapq", "bisect",
-    "copy", "operator", "random", "statistics", "fractions", "decimal", "datetime", "typing",
-    "dataclasses", "json", "textwrap", "unicodedata", "array", "enum", "numbers", "hashlib",
-    "struct", "queue", "threading", "contextlib", "time", "io", "abc", "types", "socket",
-    "subprocess", "ctypes", "shutil", "tempfile", "signal", "inspect",
+    "re",
+    "math",
+    "cmath",
+    "collections",
+    "itertools",
+    "functools",
+    "string",
+    "heapq",
+    "bisect",
+    "copy",
+    "operator",
+    "random",
+    "statistics",
+    "fractions",
+    "decimal",
+    "datetime",
+    "typing",
+    "dataclasses",
+    "json",
+    "textwrap",
+    "unicodedata",
+    "array",
+    "enum",
+    "numbers",
+    "hashlib",
+    "struct",
+    "queue",
+    "threading",
+    "contextlib",
+    "time",
+    "io",
+    "abc",
+    "types",
+    "socket",
+    "subprocess",
+    "ctypes",
+    "shutil",
+    "tempfile",
+    "signal",
+    "inspect",
     "tracer",  # the sandbox-side tracer: compiled once per worker, not once per traced fork
-)  # fmt: skip
+)
 _HELLO_TIMEOUT_S = 30.0
 _GRACE_S = 5.0
 
@@ -64,9 +99,15 @@ class _Worker:
     def __init__(self, command: list[str], env: dict[str, str]) -> None:
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker)
         self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, cwd="/",
-            env=env, start_new_session=True, bufsize=0,
-        )  # fmt: skip
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            cwd="/",
+            env=env,
+            start_new_session=True,
+            bufsize=0,
+        )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdin = self.process.stdin
         self.fd = self.process.stdout.fileno()
@@ -150,8 +191,11 @@ class Pool:
         self.plan: IsolationPlan = plan_isolation(isolation, python, tuple(hide_paths))
         self.recycle_after = recycle_after
         self.require_seccomp = require_seccomp
-        self._config = {"preload": list(preload), "seccomp": True,
-                        "drop_to_uid": 65534 if self.plan.mode == "fallback" else None}  # fmt: skip
+        self._config = {
+            "preload": list(preload),
+            "seccomp": True,
+            "drop_to_uid": 65534 if self.plan.mode == "fallback" else None,
+        }
         self._stage = stage_files()
         self._finalizer = weakref.finalize(self, shutil.rmtree, self._stage, True)
         self._lock = threading.Lock()
@@ -284,8 +328,14 @@ class Pool:
                     payload, budget = self._encode(batch)  # may raise: nothing is taken yet
                     worker = self._idle.pop()
                     now = time.monotonic()
-                    job = _InFlight(submitted, len(batch.calls), now + budget, now,
-                                    batch.limits or self.limits, batch.trace)  # fmt: skip
+                    job = _InFlight(
+                        submitted,
+                        len(batch.calls),
+                        now + budget,
+                        now,
+                        batch.limits or self.limits,
+                        batch.trace,
+                    )
                     submitted += 1
                     try:
                         worker = self._send(worker, payload)
@@ -308,8 +358,12 @@ class Pool:
                     if not chunk:
                         selector.unregister(key.fd)
                         del inflight[key.fd]
-                        self._fail(worker, job, finished,
-                                   f"worker exited unexpectedly: {worker.log_tail()}")  # fmt: skip
+                        self._fail(
+                            worker,
+                            job,
+                            finished,
+                            f"worker exited unexpectedly: {worker.log_tail()}",
+                        )
                         continue
                     worker.buffer += chunk
                     if b"\n" not in worker.buffer:

@@ -162,8 +162,11 @@ class ExecResult:
     @classmethod
     def protocol_violation(cls, message: str) -> ExecResult:
         """The result that replaces a forged or malformed one (status error, ProtocolViolation)."""
-        return cls(status=Status.ERROR, exception_type="ProtocolViolation",
-                   exception_message=_clip(message, 500))  # fmt: skip
+        return cls(
+            status=Status.ERROR,
+            exception_type="ProtocolViolation",
+            exception_message=_clip(message, 500),
+        )
 
     @classmethod
     def _read_wire(cls, raw: object) -> ExecResult:
@@ -211,8 +214,9 @@ class ExecResult:
 
     @classmethod
     def sandbox_failure(cls, message: str) -> ExecResult:
-        return cls(status=Status.SANDBOX_ERROR, exception_type="SandboxError",
-                   exception_message=message)  # fmt: skip
+        return cls(
+            status=Status.SANDBOX_ERROR, exception_type="SandboxError", exception_message=message
+        )
 
 
 # ---------------------------------------------------------------------------------------

@@ -41,6 +41,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codereasoner.execution.sandboxed import TRACER_MODULES
+
 NOBODY_UID = 65534
 SANDBOX_DIR = "/tmp/codereasoner-sandbox"
 STAGE_PREFIX = "codereasoner-stage-"
@@ -49,18 +51,30 @@ STAGE_OWNER_FILE = "owner.json"
 _LEGACY_STAGE_AGE_S = 24 * 3600
 # /etc files bound when present: the loader's cache, Debian's alternatives (libblas.so.3 for
 # numpy), time zone, MIME types, OS identity.
-ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
-             "mime.types", "os-release", "host.conf", "gai.conf")  # fmt: skip
+ETC_FILES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "localtime",
+    "timezone",
+    "mime.types",
+    "os-release",
+    "host.conf",
+    "gai.conf",
+)
 # Top-level system directories: symlinks (merged /usr) are recreated, directories bound.
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 ISOLATION_MODES = ("auto", "bubblewrap", "fallback")
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
-# Files copied into the sandbox, imported there as flat top-level modules.
+_SANDBOXED_DIR = _PACKAGE_DIR / "execution" / "sandboxed"
+# Files copied into the sandbox (one flat directory, which the worker puts first on sys.path),
+# imported there as flat top-level modules.
 STAGED_FILES: dict[str, Path] = {
-    "worker.py": _PACKAGE_DIR / "execution" / "sandboxed" / "worker.py",
-    "seccomp_filter.py": _PACKAGE_DIR / "execution" / "sandboxed" / "seccomp_filter.py",
-    "tracer.py": _PACKAGE_DIR / "execution" / "sandboxed" / "tracer.py",
+    "worker.py": _SANDBOXED_DIR / "worker.py",
+    "seccomp_filter.py": _SANDBOXED_DIR / "seccomp_filter.py",
+    **{f"{name}.py": _SANDBOXED_DIR / f"{name}.py" for name in TRACER_MODULES},
     "values.py": _PACKAGE_DIR / "values.py",
 }
 
@@ -95,7 +109,7 @@ def _staged_files() -> dict[str, Path]:
     """STAGED_FILES plus the tracer's C fast path where it was built (any interpreter tag: the
     sandbox's interpreter loads the one its own suffix names, or none)."""
     files = dict(STAGED_FILES)
-    for built in sorted(STAGED_FILES["tracer.py"].parent.glob("_tracecore.*")):
+    for built in sorted(_SANDBOXED_DIR.glob("_tracecore.*")):
         if built.suffix in (".so", ".pyd"):
             files[built.name] = built
     return files
@@ -138,12 +152,17 @@ def _sandbox_etc() -> dict[str, str]:
             users[os.geteuid()] = pwd.getpwuid(os.geteuid()).pw_name
         except KeyError:
             users[os.geteuid()] = "sandbox"
-    passwd = "".join(f"{name}:x:{uid}:{uid}:{name}:/tmp:/usr/sbin/nologin\n"
-                     for uid, name in users.items())  # fmt: skip
-    group = "".join(f"{'nogroup' if uid == NOBODY_UID else name}:x:{uid}:\n"
-                    for uid, name in users.items())  # fmt: skip
-    return {"passwd": passwd, "group": group,
-            "nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"}  # fmt: skip
+    passwd = "".join(
+        f"{name}:x:{uid}:{uid}:{name}:/tmp:/usr/sbin/nologin\n" for uid, name in users.items()
+    )
+    group = "".join(
+        f"{'nogroup' if uid == NOBODY_UID else name}:x:{uid}:\n" for uid, name in users.items()
+    )
+    return {
+        "passwd": passwd,
+        "group": group,
+        "nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\n",
+    }
 
 
 def _start_time(pid: int) -> int | None:
@@ -233,8 +252,14 @@ def interpreter_paths(python: str) -> tuple[str, ...]:
     (its prefixes and its executable's directory), for binding into the sandbox."""
     real = os.path.realpath(python)
     try:
-        done = subprocess.run([real, *PYTHON_FLAGS, "-c", _PREFIX_PROBE], capture_output=True,
-                              text=True, timeout=20, cwd="/", env=sandbox_environment(0))  # fmt: skip
+        done = subprocess.run(
+            [real, *PYTHON_FLAGS, "-c", _PREFIX_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            cwd="/",
+            env=sandbox_environment(0),
+        )
         reported = json.loads(done.stdout) if done.returncode == 0 else []
     except (OSError, ValueError, subprocess.TimeoutExpired):
         reported = []
@@ -257,8 +282,13 @@ def _hidden_paths(python: str, extra: tuple[str, ...]) -> tuple[str, ...]:
     """Directories covered by an empty tmpfs inside the sandbox: those asked for, plus the home
     and project directories, wherever they lie inside what is bound (usually nowhere)."""
     bound = ("/usr", *interpreter_paths(python))
-    wanted = [os.path.expanduser("~"), os.getcwd(), str(_PACKAGE_DIR.parent),
-              str(_PACKAGE_DIR.parent.parent), *extra]  # fmt: skip
+    wanted = [
+        os.path.expanduser("~"),
+        os.getcwd(),
+        str(_PACKAGE_DIR.parent),
+        str(_PACKAGE_DIR.parent.parent),
+        *extra,
+    ]
     keep = os.path.realpath(python)
     hidden: list[str] = []
     for path in wanted:
@@ -278,8 +308,14 @@ PYTHON_FLAGS = ("-s", "-S", "-P")
 
 
 def sandbox_environment(hash_seed: int) -> dict[str, str]:
-    return {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONHASHSEED": str(hash_seed),
-            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "LC_ALL": "C.UTF-8"}  # fmt: skip
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/tmp",
+        "PYTHONHASHSEED": str(hash_seed),
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "LC_ALL": "C.UTF-8",
+    }
 
 
 def bubblewrap_command(
@@ -320,10 +356,8 @@ def bubblewrap_command(
     # Writes are denied by seccomp too; read-only mounts also stop O_CREAT|O_RDONLY (empty files).
     for path in ("/dev", "/tmp", *ordered, "/"):
         command += ["--remount-ro", path]
-    command += [
-        "--unshare-all", "--as-pid-1", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-        "--hostname", "sandbox", "--clearenv", "--chdir", "/tmp",
-    ]  # fmt: skip
+    command += ["--unshare-all", "--as-pid-1", "--die-with-parent", "--new-session"]
+    command += ["--cap-drop", "ALL", "--hostname", "sandbox", "--clearenv", "--chdir", "/tmp"]
     for name, value in sandbox_environment(hash_seed).items():
         command += ["--setenv", name, value]
     return [*command, "--", python, *PYTHON_FLAGS]
@@ -335,9 +369,13 @@ _PROBE = "import ctypes, json, resource, select, sys; print(sys.version.split()[
 def _probe(command: list[str]) -> str | None:
     try:
         done = subprocess.run(
-            [*command, "-c", _PROBE], capture_output=True, text=True, timeout=20, cwd="/",
+            [*command, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            cwd="/",
             env=sandbox_environment(0),
-        )  # fmt: skip
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -365,9 +403,15 @@ def plan_isolation(
                     hidden = _hidden_paths(candidate, extra_hidden)
                     version = _probe(bubblewrap_command(candidate, stage, hidden))
                     if version:
-                        return IsolationPlan("bubblewrap", candidate, version, True,
-                                             _version_warnings(version), hidden,
-                                             interpreter_paths(candidate))  # fmt: skip
+                        return IsolationPlan(
+                            "bubblewrap",
+                            candidate,
+                            version,
+                            True,
+                            _version_warnings(version),
+                            hidden,
+                            interpreter_paths(candidate),
+                        )
                 problems.append("bubblewrap could not start a Python interpreter")
             finally:
                 shutil.rmtree(stage, ignore_errors=True)
@@ -383,22 +427,26 @@ def plan_isolation(
         + ": filesystem reads and the network namespace are not isolated; seccomp and rlimits"
         " still apply. Install bubblewrap (apt-get install bubblewrap) for full isolation."
     ]
-    return IsolationPlan("fallback", candidate, version, root,
-                         (*warnings, *_version_warnings(version)))  # fmt: skip
+    return IsolationPlan(
+        "fallback", candidate, version, root, (*warnings, *_version_warnings(version))
+    )
 
 
 def _version_warnings(version: str) -> tuple[str, ...]:
     ours = ".".join(map(str, sys.version_info[:2]))
     if not version.startswith(ours + "."):
-        return (f"sandbox Python {version} differs from this Python {ours}: results and traces "
-                "follow the sandbox interpreter",)  # fmt: skip
+        return (
+            f"sandbox Python {version} differs from this Python {ours}: results and traces "
+            "follow the sandbox interpreter",
+        )
     return ()
 
 
 def worker_command(plan: IsolationPlan, stage_dir: str, hash_seed: int, config: dict) -> list[str]:
     if plan.mode == "bubblewrap":
-        base = bubblewrap_command(plan.python, stage_dir, plan.hidden_paths, hash_seed,
-                                  plan.bound_paths)  # fmt: skip
+        base = bubblewrap_command(
+            plan.python, stage_dir, plan.hidden_paths, hash_seed, plan.bound_paths
+        )
         script = f"{SANDBOX_DIR}/worker.py"
     else:
         base = [plan.python, *PYTHON_FLAGS]

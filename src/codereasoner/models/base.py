@@ -4,9 +4,9 @@ A backend turns requests (a prompt, the sample indices wanted, sampling settings
 completions, reporting each request's completions through a callback as soon as they are done,
 so that callers can store them incrementally.
 
-Spec strings: ``openai:NAME@URL`` (any OpenAI-compatible server), ``vllm:PATH``
-(offline ``vllm.LLM``), ``hf:PATH`` (transformers, a local folder or hub name), ``oracle``
-(answers from ground truth: the pipeline's self-check).
+A :class:`ModelSpec` is a parsed spec string (``openai:NAME@URL``, ``hf:PATH``, ...); the spec
+shapes, their parsing and the backends they name are declared in
+:mod:`codereasoner.models.registry`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from codereasoner.tasks import Item
-
-KINDS = ("openai", "vllm", "hf", "oracle")
 
 
 class BackendError(RuntimeError):
@@ -121,37 +119,22 @@ class Backend(Protocol):
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A parsed spec: the backend's registry name and the spec's parts (both empty for a spec
+    that is the name alone). ``str`` gives the canonical spec string."""
+
     kind: str
     name: str = ""
     url: str = ""
 
     def __str__(self) -> str:
-        if self.kind == "oracle":
-            return "oracle"
-        return f"{self.kind}:{self.name}" + (f"@{self.url}" if self.url else "")
+        text = f"{self.kind}:{self.name}" if self.name else self.kind
+        return f"{text}@{self.url}" if self.url else text
 
 
-def parse_spec(text: str) -> ModelSpec:
-    """``openai:NAME@URL``, ``vllm:PATH``, ``hf:PATH`` or ``oracle``; SpecError otherwise."""
-    text = text.strip()
-    if text == "oracle":
-        return ModelSpec("oracle")
-    kind, sep, rest = text.partition(":")
-    if not sep or kind not in KINDS or kind == "oracle":
-        raise SpecError(
-            f"model spec {text!r}: expected openai:NAME@URL, vllm:PATH, hf:PATH or oracle"
-        )
-    if kind == "openai":
-        name, at, url = rest.rpartition("@")
-        if not at or not name or not url.startswith(("http://", "https://")):
-            raise SpecError(
-                f"model spec {text!r}: expected openai:NAME@URL with an http(s) URL, "
-                "e.g. openai:Qwen2.5-7B@http://127.0.0.1:8000/v1"
-            )
-        return ModelSpec("openai", name, url.rstrip("/"))
-    if not rest:
-        raise SpecError(f"model spec {text!r}: expected {kind}:PATH (a local folder or hub name)")
-    return ModelSpec(kind, rest)
+def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """``text`` up to the first stop sequence (excluded), and whether one was found."""
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
 
 
 def check_completions(request: Request, completions: Sequence[Completion]) -> None:

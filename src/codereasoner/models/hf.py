@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from codereasoner.models.base import BackendError, Completion, OnResult, Request
-from codereasoner.models.openai import cut_at_stop
+from codereasoner.models.base import BackendError, Completion, OnResult, Request, cut_at_stop
 
 INSTALL = "pip install 'codereasoner[train]'"
 

@@ -32,7 +32,14 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-from codereasoner.models.base import BackendError, Completion, OnResult, Request, Sampling
+from codereasoner.models.base import (
+    BackendError,
+    Completion,
+    OnResult,
+    Request,
+    Sampling,
+    cut_at_stop,
+)
 
 RETRYABLE = frozenset({408, 409, 425, 429})
 T = TypeVar("T")
@@ -74,12 +81,6 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None  # an HTTP date: fall back to our own backoff
-
-
-def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
-    """``text`` up to the first stop sequence (excluded), and whether one was found."""
-    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
-    return (text[:cut], True) if cut >= 0 else (text, False)
 
 
 def share_tokens(total: int | None, texts: Sequence[str]) -> list[int | None]:

@@ -3,7 +3,7 @@
 It is not a model. Each request's completion states ``request.item``'s truth in the format the
 request's task kind and style expect (:func:`codereasoner.tasks.oracle.oracle_completion`), cut
 at the request's stop sequences as a server would, so prompt -> completion -> extraction ->
-grading -> metrics must score 100%; anything less is a grading bug or a truth that cannot be
+grading -> metrics must come out at 100%; anything less is a grading bug or a truth that cannot be
 stated (those completions carry ``finish_reason`` :data:`NO_TRUTH` and say why).
 """
 
@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from codereasoner.models.base import BackendError, Completion, OnResult, Request, check_completions
+from codereasoner.models.base import (
+    BackendError,
+    Completion,
+    OnResult,
+    Request,
+    check_completions,
+    cut_at_stop,
+)
 from codereasoner.tasks.oracle import NoOracleAnswer, oracle_completion
 
 __all__ = ["NO_TRUTH", "OracleBackend", "answer"]
@@ -27,10 +34,7 @@ def answer(request: Request) -> Completion:
         text = oracle_completion(request.item, request.style or "direct")
     except NoOracleAnswer as exc:
         return Completion(0, f"[self-check oracle: no answer: {exc}]", NO_TRUTH)
-    cut = min((i for i in (text.find(s) for s in request.sampling.stop if s) if i >= 0),
-              default=-1)  # fmt: skip
-    if cut >= 0:
-        text = text[:cut]
+    text, _ = cut_at_stop(text, request.sampling.stop)
     return Completion(0, text, "stop")
 
 

@@ -45,6 +45,8 @@ from typing import Any
 
 from aiohttp import web
 
+from codereasoner.models.base import cut_at_stop
+
 TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -80,12 +82,6 @@ def echo_reply(query: Query) -> str:
     ).hexdigest()[:8]
     tail = " ".join(query.prompt.split()[-8:])
     return f"echo {digest} choice {query.choice}: {tail}"
-
-
-def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
-    """``text`` up to the first stop sequence (excluded), and whether one was found."""
-    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
-    return (text[:cut], True) if cut >= 0 else (text, False)
 
 
 def cut_at_tokens(text: str, max_tokens: int) -> tuple[str, bool]:

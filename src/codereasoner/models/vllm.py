@@ -14,8 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from codereasoner.models.base import BackendError, Completion, OnResult, Request, Sampling
-from codereasoner.models.openai import cut_at_stop
+from codereasoner.models.base import (
+    BackendError,
+    Completion,
+    OnResult,
+    Request,
+    Sampling,
+    cut_at_stop,
+)
 
 INSTALL = "pip install 'codereasoner[vllm]' (on a machine with a CUDA GPU)"
 
@@ -61,7 +67,7 @@ def plan_calls(request: Request) -> list[Call]:
 
 def _import_vllm() -> Any:
     try:
-        import vllm
+        import vllm  # optional: the vllm extra, GPU only (mypy: ignore_missing_imports)
     except ImportError:
         raise BackendError(f"vllm backends need vllm, which is not installed: {INSTALL}") from None
     return vllm

@@ -84,5 +84,9 @@ class Drop:
     detail: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        return {"id": self.candidate_id, "stage": self.stage, "reason": self.reason,
-                "detail": self.detail}  # fmt: skip
+        return {
+            "id": self.candidate_id,
+            "stage": self.stage,
+            "reason": self.reason,
+            "detail": self.detail,
+        }

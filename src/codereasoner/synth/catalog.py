@@ -27,9 +27,25 @@ from dataclasses import dataclass
 from functools import cache
 
 TYPES: tuple[type, ...] = (str, list, dict, set, frozenset, tuple, int, float, bytes)
-BUILTINS: tuple[str, ...] = ("sorted", "enumerate", "zip", "map", "filter", "min", "max", "sum",
-                             "any", "all", "reversed", "divmod", "abs", "round", "chr", "ord",
-                             "isinstance")  # fmt: skip
+BUILTINS: tuple[str, ...] = (
+    "sorted",
+    "enumerate",
+    "zip",
+    "map",
+    "filter",
+    "min",
+    "max",
+    "sum",
+    "any",
+    "all",
+    "reversed",
+    "divmod",
+    "abs",
+    "round",
+    "chr",
+    "ord",
+    "isinstance",
+)
 
 MODES = ("value", "transform", "mutate", "take")
 STYLES = ("method", "static", "attribute", "function")
@@ -73,12 +89,31 @@ EXCLUDED: Mapping[str, str] = {}
 
 # Methods where CRUXEval-style benchmarks are hardest (data-pipeline.md §3) get more weight.
 HEAVY = 3.0
-HEAVY_METHODS = frozenset({
-    "list.append", "list.extend", "list.insert", "list.pop", "list.remove", "list.reverse",
-    "list.sort", "list.clear", "str.partition", "str.rpartition", "str.split", "str.rsplit",
-    "str.translate", "str.format", "str.maketrans", "dict.items", "dict.keys", "dict.values",
-    "dict.setdefault", "dict.pop", "dict.popitem",
-})  # fmt: skip
+HEAVY_METHODS = frozenset(
+    {
+        "list.append",
+        "list.extend",
+        "list.insert",
+        "list.pop",
+        "list.remove",
+        "list.reverse",
+        "list.sort",
+        "list.clear",
+        "str.partition",
+        "str.rpartition",
+        "str.split",
+        "str.rsplit",
+        "str.translate",
+        "str.format",
+        "str.maketrans",
+        "dict.items",
+        "dict.keys",
+        "dict.values",
+        "dict.setdefault",
+        "dict.pop",
+        "dict.popitem",
+    }
+)
 LIGHT = 0.5
 LIGHT_OWNERS = ("bytes", "int", "float", "frozenset")
 
@@ -191,8 +226,16 @@ _SET: dict[str, tuple] = {
     "update": ("iset", (("other_set",),), "none", "mutate", "grows"),
 }
 
-_FROZEN_NAMES = ("copy", "difference", "intersection", "isdisjoint", "issubset", "issuperset",
-                 "symmetric_difference", "union")  # fmt: skip
+_FROZEN_NAMES = (
+    "copy",
+    "difference",
+    "intersection",
+    "isdisjoint",
+    "issubset",
+    "issuperset",
+    "symmetric_difference",
+    "union",
+)
 _FROZENSET: dict[str, tuple] = {name: ("ifrozen", *_SET[name][1:]) for name in _FROZEN_NAMES}
 _FROZENSET["copy"] = ("ifrozen", _S, "frozenset", "value")
 
@@ -267,17 +310,39 @@ def _entry(owner: str, name: str, spec: tuple) -> Method:
         weight = HEAVY
     elif owner in LIGHT_OWNERS or style == "attribute":
         weight = LIGHT
-    return Method(qualname, owner, name, receiver, signatures, result, mode, style, weight,
-                  needs_present="needs_present" in flags, grows="grows" in flags)  # fmt: skip
+    return Method(
+        qualname,
+        owner,
+        name,
+        receiver,
+        signatures,
+        result,
+        mode,
+        style,
+        weight,
+        needs_present="needs_present" in flags,
+        grows="grows" in flags,
+    )
 
 
 def _table(kind: type) -> dict[str, tuple]:
     if kind is bytes:
-        shared = {name: (spec[0], spec[1], "bytes" if spec[2] == "str" else spec[2], *spec[3:])
-                  for name, spec in _STR.items() if name in public_names(bytes)}  # fmt: skip
+        shared = {
+            name: (spec[0], spec[1], "bytes" if spec[2] == "str" else spec[2], *spec[3:])
+            for name, spec in _STR.items()
+            if name in public_names(bytes)
+        }
         return shared | _BYTES_ONLY
-    return {str: _STR, list: _LIST, dict: _DICT, set: _SET, frozenset: _FROZENSET,
-            tuple: _TUPLE, int: _INT, float: _FLOAT}[kind]  # fmt: skip
+    return {
+        str: _STR,
+        list: _LIST,
+        dict: _DICT,
+        set: _SET,
+        frozenset: _FROZENSET,
+        tuple: _TUPLE,
+        int: _INT,
+        float: _FLOAT,
+    }[kind]
 
 
 @cache

@@ -17,8 +17,13 @@ from codereasoner.synth.case import CONTROL, EXTRAS, Constraints
 # Depth weights for 0, 1, 2, 3, ... (truncated at max_depth, then renormalised by choices()).
 DEPTH_WEIGHTS = (0.2, 0.35, 0.3, 0.15, 0.1, 0.05)
 CONTROL_WEIGHTS = {"if": 0.4, "for": 0.4, "while": 0.2}
-EXTRA_PROBABILITY = {"try": 0.15, "comprehension": 0.2, "slicing": 0.25, "break": 0.25,
-                     "continue": 0.2}  # fmt: skip
+EXTRA_PROBABILITY = {
+    "try": 0.15,
+    "comprehension": 0.2,
+    "slicing": 0.25,
+    "break": 0.25,
+    "continue": 0.2,
+}
 NESTED_CALLS_PROBABILITY = 0.5
 OTHER_METHODS_PROBABILITY = 0.5
 
@@ -55,8 +60,23 @@ def sample_constraints(rng: random.Random, max_depth: int = 3) -> Constraints:
 
 # -- checking a program against its constraints -------------------------------------------------
 
-FORBIDDEN_NAMES = frozenset({"eval", "exec", "open", "print", "input", "compile", "__import__",
-                             "globals", "locals", "vars", "breakpoint", "exit", "quit"})  # fmt: skip
+FORBIDDEN_NAMES = frozenset(
+    {
+        "eval",
+        "exec",
+        "open",
+        "print",
+        "input",
+        "compile",
+        "__import__",
+        "globals",
+        "locals",
+        "vars",
+        "breakpoint",
+        "exit",
+        "quit",
+    }
+)
 _CONTROL_NODES = {ast.If: "if", ast.For: "for", ast.While: "while"}
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -70,13 +90,13 @@ def control_paths(tree: ast.AST) -> list[tuple[str, ...]]:
 
     def visit(statements: list[ast.stmt], path: tuple[str, ...]) -> None:
         for node in statements:
-            kind = _CONTROL_NODES.get(type(node))
-            if kind is None:
+            if not isinstance(node, ast.If | ast.For | ast.While):
                 for block in ("body", "orelse", "finalbody"):
                     visit(getattr(node, block, []) or [], path)
                 for handler in getattr(node, "handlers", []) or []:
                     visit(handler.body, path)
                 continue
+            kind = _CONTROL_NODES[type(node)]
             inner = (*path, kind)
             paths.append(inner)
             visit(node.body, inner)
@@ -95,7 +115,7 @@ def _has_nested_call(tree: ast.AST) -> bool:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        inner: list[ast.AST] = list(node.args) + [keyword.value for keyword in node.keywords]
+        inner = [*node.args, *(keyword.value for keyword in node.keywords)]
         if isinstance(node.func, ast.Attribute):
             inner.append(node.func.value)
         if any(isinstance(sub, ast.Call) for part in inner for sub in ast.walk(part)):
@@ -147,8 +167,9 @@ def violations(code: str, constraints: Constraints, method: str) -> list[str]:
             isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice) for n in nodes
         ),
     }
-    problems += [f"extra {extra!r} is missing" for extra in constraints.extras
-                 if not present[extra]]  # fmt: skip
+    problems += [
+        f"extra {extra!r} is missing" for extra in constraints.extras if not present[extra]
+    ]
     if _has_nested_call(tree) != constraints.nested_calls:
         problems.append(f"nested calls should be {constraints.nested_calls}")
     owner, _, name = method.rpartition(".")
@@ -157,8 +178,10 @@ def violations(code: str, constraints: Constraints, method: str) -> list[str]:
     if bool(others) != constraints.other_methods:
         problems.append(f"other methods should be {constraints.other_methods}: {sorted(others)}")
     if owner == "builtins":
-        used = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
-                   for n in nodes)  # fmt: skip
+        used = any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+            for n in nodes
+        )
     else:
         used = any(isinstance(n, ast.Attribute) and n.attr == name for n in nodes)
     if not used:

@@ -104,8 +104,12 @@ class Match:
     detail: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        return {"benchmark": self.benchmark, "item_id": self.item_id, "rule": self.rule,
-                "detail": self.detail}  # fmt: skip
+        return {
+            "benchmark": self.benchmark,
+            "item_id": self.item_id,
+            "rule": self.rule,
+            "detail": self.detail,
+        }
 
 
 # ---------------------------------------------------------------------------------------
@@ -227,8 +231,9 @@ class BenchmarkIndex:
         if not 0 < near_threshold <= 1:
             raise ValueError("near_threshold must be in (0, 1]")
         if rule not in NGRAM_RULES:
-            raise ValueError(f"unknown decontamination rule {rule!r}: expected "
-                             f"{' or '.join(NGRAM_RULES)}")  # fmt: skip
+            raise ValueError(
+                f"unknown decontamination rule {rule!r}: expected {' or '.join(NGRAM_RULES)}"
+            )
         self.rule = rule
         self.programs = list(programs)
         self.ngram = ngram
@@ -347,8 +352,9 @@ class BenchmarkIndex:
         order = {"ngram10": 0, "short_exact": 1, "near_duplicate": 2}
         return [found[key] for key in sorted(found, key=lambda key: (order[key[1]], key[0]))]
 
-    def _match(self, found: dict[tuple[int, str], Match], number: int, rule: str,
-               detail: str) -> None:  # fmt: skip
+    def _match(
+        self, found: dict[tuple[int, str], Match], number: int, rule: str, detail: str
+    ) -> None:
         if (number, rule) not in found:
             program = self.programs[number]
             found[(number, rule)] = Match(program.benchmark, program.item_id, rule, detail)
@@ -447,8 +453,13 @@ class Decontamination:
         """The ``decontam`` field of every case record of the run."""
         if self.skipped is not None:
             return {"checked": [], "skipped": self.skipped}
-        return {"checked": list(self.checked), "missing": list(self.missing), "rule": self.rule,
-                "rules": list(RULE_NAMES), "matches": 0}  # fmt: skip
+        return {
+            "checked": list(self.checked),
+            "missing": list(self.missing),
+            "rule": self.rule,
+            "rules": list(RULE_NAMES),
+            "matches": 0,
+        }
 
     def settings(self) -> dict[str, Any]:
         """What the output depends on (part of a run's resume fingerprint)."""
@@ -469,8 +480,10 @@ class Decontamination:
         if self.skipped is not None:
             return f"decontamination: SKIPPED ({self.skipped}): no case is checked against any benchmark"
         assert self.index is not None
-        text = (f"decontamination: {self.rule} 10-gram rule, short exact strings and near "
-                f"duplicates against {', '.join(self.checked)} ({len(self.index):,} programs)")  # fmt: skip
+        text = (
+            f"decontamination: {self.rule} 10-gram rule, short exact strings and near "
+            f"duplicates against {', '.join(self.checked)} ({len(self.index):,} programs)"
+        )
         if self.missing:
             text += f"; NOT checked (data missing): {', '.join(self.missing)}"
         return text

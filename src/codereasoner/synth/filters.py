@@ -37,37 +37,102 @@ DETERMINISM: Final = "determinism"
 # Every reason a filter can give, by stage; stable identifiers for drop files and summaries.
 REASONS: Final[dict[str, tuple[str, ...]]] = {
     STATIC: (
-        "syntax_error", "non_printable", "code_too_short", "code_too_long", "too_few_lines",
-        "too_many_lines", "input_too_long", "input_not_literal",
-        "no_entry_function", "top_level_code", "import", "forbidden_call", "forbidden_name",
-        "dunder_attribute", "dunder_name", "dynamic_attribute", "nondeterministic_module",
-        "global_state", "async", "infinite_loop",
+        "syntax_error",
+        "non_printable",
+        "code_too_short",
+        "code_too_long",
+        "too_few_lines",
+        "too_many_lines",
+        "input_too_long",
+        "input_not_literal",
+        "no_entry_function",
+        "top_level_code",
+        "import",
+        "forbidden_call",
+        "forbidden_name",
+        "dunder_attribute",
+        "dunder_name",
+        "dynamic_attribute",
+        "nondeterministic_module",
+        "global_state",
+        "async",
+        "infinite_loop",
     ),
     EXECUTION: (
-        "raised", "timeout", "memory", "output_limit", "step_limit", "killed", "sandbox_error",
-        "stdout_too_long", "not_literal", "output_too_long", "none_output",
+        "raised",
+        "timeout",
+        "memory",
+        "output_limit",
+        "step_limit",
+        "killed",
+        "sandbox_error",
+        "stdout_too_long",
+        "not_literal",
+        "output_too_long",
+        "none_output",
     ),
     DETERMINISM: ("hash_seed_dependent", "set_layout_dependent"),
-}  # fmt: skip
+}
 
 # Built-ins whose use makes a case unsafe, impure or irreproducible. ``hash`` and ``id`` depend on
 # the process (string hashes are seeded per process); ``vars``/``dir`` expose namespaces.
-FORBIDDEN_CALLS: Final = frozenset({
-    "__import__", "open", "input", "eval", "exec", "compile", "globals", "locals", "vars", "dir",
-    "breakpoint", "exit", "quit", "help", "id", "hash", "memoryview", "aiter", "anext",
-    "copyright", "credits", "license",
-})  # fmt: skip
+FORBIDDEN_CALLS: Final = frozenset(
+    {
+        "__import__",
+        "open",
+        "input",
+        "eval",
+        "exec",
+        "compile",
+        "globals",
+        "locals",
+        "vars",
+        "dir",
+        "breakpoint",
+        "exit",
+        "quit",
+        "help",
+        "id",
+        "hash",
+        "memoryview",
+        "aiter",
+        "anext",
+        "copyright",
+        "credits",
+        "license",
+    }
+)
 # Names that are forbidden even when not called (e.g. passed as a key function or aliased).
 FORBIDDEN_NAMES: Final = FORBIDDEN_CALLS | {"__builtins__", "__builtin__", "__loader__", "__spec__"}
 # Attribute access by computed name: allowed only with a literal, non-dunder attribute name.
 ATTRIBUTE_FUNCTIONS: Final = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 # Modules whose names signal randomness, clocks or the environment (import is already forbidden,
 # so these can only appear as free names, which would fail anyway; the reason says why).
-NONDETERMINISTIC_MODULES: Final = frozenset({
-    "random", "time", "datetime", "os", "sys", "secrets", "uuid", "subprocess", "socket",
-    "threading", "multiprocessing", "signal", "shutil", "pathlib", "io", "tempfile", "gc",
-    "inspect", "ctypes", "importlib", "builtins",
-})  # fmt: skip
+NONDETERMINISTIC_MODULES: Final = frozenset(
+    {
+        "random",
+        "time",
+        "datetime",
+        "os",
+        "sys",
+        "secrets",
+        "uuid",
+        "subprocess",
+        "socket",
+        "threading",
+        "multiprocessing",
+        "signal",
+        "shutil",
+        "pathlib",
+        "io",
+        "tempfile",
+        "gc",
+        "inspect",
+        "ctypes",
+        "importlib",
+        "builtins",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -89,8 +154,13 @@ class FilterConfig:
     drop_none_output: bool = False  # CodeI/O drops None outputs; CodeReasoner does not
 
     def __post_init__(self) -> None:
-        for name in ("max_output_chars", "max_stdout_chars", "max_code_chars", "max_lines",
-                     "max_input_chars"):  # fmt: skip
+        for name in (
+            "max_output_chars",
+            "max_stdout_chars",
+            "max_code_chars",
+            "max_lines",
+            "max_input_chars",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"FilterConfig.{name} must be at least 1")
         if self.min_code_chars > self.max_code_chars or self.min_lines > self.max_lines:
@@ -144,19 +214,25 @@ def _check_sizes(candidate: Candidate, config: FilterConfig) -> Drop | None:
     if not all(char.isprintable() or char in "\n\t" for char in code):
         return _drop(candidate, STATIC, "non_printable", "the code has a non-printable character")
     if len(code) < config.min_code_chars:
-        return _drop(candidate, STATIC, "code_too_short",
-                     f"{len(code)} characters < {config.min_code_chars}")  # fmt: skip
+        return _drop(
+            candidate, STATIC, "code_too_short", f"{len(code)} characters < {config.min_code_chars}"
+        )
     if len(code) > config.max_code_chars:
-        return _drop(candidate, STATIC, "code_too_long",
-                     f"{len(code)} characters > {config.max_code_chars}")  # fmt: skip
+        return _drop(
+            candidate, STATIC, "code_too_long", f"{len(code)} characters > {config.max_code_chars}"
+        )
     lines = sum(1 for line in code.splitlines() if line.strip())
     if lines < config.min_lines:
         return _drop(candidate, STATIC, "too_few_lines", f"{lines} lines < {config.min_lines}")
     if lines > config.max_lines:
         return _drop(candidate, STATIC, "too_many_lines", f"{lines} lines > {config.max_lines}")
     if len(candidate.input_repr) > config.max_input_chars:
-        return _drop(candidate, STATIC, "input_too_long",
-                     f"{len(candidate.input_repr)} characters > {config.max_input_chars}")  # fmt: skip
+        return _drop(
+            candidate,
+            STATIC,
+            "input_too_long",
+            f"{len(candidate.input_repr)} characters > {config.max_input_chars}",
+        )
     return None
 
 
@@ -260,8 +336,11 @@ class _ForbiddenFinder(ast.NodeVisitor):
                 name = node.args[1] if len(node.args) > 1 else None
                 attribute = name.value if isinstance(name, ast.Constant) else None
                 if not isinstance(attribute, str) or attribute.startswith("_"):
-                    self.report("dynamic_attribute", node,
-                                f"{func.id}() with a computed or private attribute name")  # fmt: skip
+                    self.report(
+                        "dynamic_attribute",
+                        node,
+                        f"{func.id}() with a computed or private attribute name",
+                    )
         self.generic_visit(node)
 
     def visit_While(self, node: ast.While) -> None:
@@ -343,15 +422,23 @@ def check_result(
         return _drop(candidate, EXECUTION, reason, result.describe())
     if result.stdout_truncated or len(result.stdout) > config.max_stdout_chars:
         size = "more than the sandbox cap" if result.stdout_truncated else str(len(result.stdout))
-        return _drop(candidate, EXECUTION, "stdout_too_long",
-                     f"printed {size} characters > {config.max_stdout_chars}")  # fmt: skip
+        return _drop(
+            candidate,
+            EXECUTION,
+            "stdout_too_long",
+            f"printed {size} characters > {config.max_stdout_chars}",
+        )
     if not result.is_literal or result.value is None:
-        return _drop(candidate, EXECUTION, "not_literal",
-                     f"returned {result.value_type or 'a non-literal'}")  # fmt: skip
+        return _drop(
+            candidate, EXECUTION, "not_literal", f"returned {result.value_type or 'a non-literal'}"
+        )
     if len(result.value) > config.max_output_chars:
-        return _drop(candidate, EXECUTION, "output_too_long",
-                     f"output renders to {len(result.value)} characters > "
-                     f"{config.max_output_chars}")  # fmt: skip
+        return _drop(
+            candidate,
+            EXECUTION,
+            "output_too_long",
+            f"output renders to {len(result.value)} characters > {config.max_output_chars}",
+        )
     if config.drop_none_output and result.value == "None":
         return _drop(candidate, EXECUTION, "none_output", "returned None")
     return None
@@ -363,8 +450,12 @@ def check_determinism(
     """Drop a candidate whose observable outcome differs between two hash-seed runs."""
     if observable(result_a) == observable(result_b):
         return None
-    return _drop(candidate, DETERMINISM, "hash_seed_dependent",
-                 f"{result_a.describe()} vs {result_b.describe()}")  # fmt: skip
+    return _drop(
+        candidate,
+        DETERMINISM,
+        "hash_seed_dependent",
+        f"{result_a.describe()} vs {result_b.describe()}",
+    )
 
 
 def check_set_order(
@@ -374,6 +465,9 @@ def check_set_order(
     (``plain`` and ``reversed_sets`` ran under the same hash seed)."""
     if observable(plain) == observable(reversed_sets):
         return None
-    return _drop(candidate, DETERMINISM, "set_layout_dependent",
-                 f"{plain.describe()} vs {reversed_sets.describe()} with sets iterating in "
-                 "reverse")  # fmt: skip
+    return _drop(
+        candidate,
+        DETERMINISM,
+        "set_layout_dependent",
+        f"{plain.describe()} vs {reversed_sets.describe()} with sets iterating in reverse",
+    )

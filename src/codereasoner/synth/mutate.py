@@ -246,8 +246,9 @@ CONTAINER_OPS: Final = {
 }
 
 
-def mutate_value(value: Any, rng: random.Random, found: Ingredients, depth: int = 0,
-                 only: str | None = None) -> Mutation | None:  # fmt: skip
+def mutate_value(
+    value: Any, rng: random.Random, found: Ingredients, depth: int = 0, only: str | None = None
+) -> Mutation | None:
     """One mutation of ``value`` and the name of the operator(s) used (``list.replace>int.shift``
     for a nested one), or ``None`` when no operator applies. ``only`` forces one operator."""
     kind = type(value)
@@ -271,10 +272,12 @@ def mutate_value(value: Any, rng: random.Random, found: Ingredients, depth: int 
     return None
 
 
-def _mutate_sequence(value: Any, rng: random.Random, found: Ingredients, depth: int,
-                     only: str | None) -> Mutation | None:  # fmt: skip
+def _mutate_sequence(
+    value: Any, rng: random.Random, found: Ingredients, depth: int, only: str | None
+) -> Mutation | None:
     kind = type(value)
-    prefix = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}[kind]
+    prefixes: dict[type, str] = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+    prefix = prefixes[kind]
     items = _ordered(value)
     names = [only.split(".", 1)[1]] if only else list(CONTAINER_OPS["list"])
     rng.shuffle(names)
@@ -293,8 +296,9 @@ def _mutate_sequence(value: Any, rng: random.Random, found: Ingredients, depth: 
     return None
 
 
-def _fresh_element(value: Any, items: list[Any], unique: bool, rng: random.Random,
-                   found: Ingredients, depth: int) -> Mutation | None:  # fmt: skip
+def _fresh_element(
+    value: Any, items: list[Any], unique: bool, rng: random.Random, found: Ingredients, depth: int
+) -> Mutation | None:
     """A mutation of ``value``; for sets, one that is not already an element (a few tries)."""
     for _ in range(5 if unique else 1):
         changed = mutate_value(value, rng, found, depth + 1)
@@ -305,8 +309,14 @@ def _fresh_element(value: Any, items: list[Any], unique: bool, rng: random.Rando
     return None
 
 
-def _sequence_op(name: str, items: list[Any], rng: random.Random, found: Ingredients,
-                 depth: int, unique: bool = False) -> tuple[list[Any], str] | None:  # fmt: skip
+def _sequence_op(
+    name: str,
+    items: list[Any],
+    rng: random.Random,
+    found: Ingredients,
+    depth: int,
+    unique: bool = False,
+) -> tuple[list[Any], str] | None:
     if name == "insert":
         if len(items) >= MAX_ITEMS:
             return None
@@ -350,8 +360,9 @@ def _ingredient_seed(rng: random.Random, found: Ingredients) -> Any:
     return rng.choice(rng.choice(pools)) if pools else None
 
 
-def _mutate_dict(value: dict[Any, Any], rng: random.Random, found: Ingredients, depth: int,
-                 only: str | None) -> Mutation | None:  # fmt: skip
+def _mutate_dict(
+    value: dict[Any, Any], rng: random.Random, found: Ingredients, depth: int, only: str | None
+) -> Mutation | None:
     names = [only.split(".", 1)[1]] if only else list(CONTAINER_OPS["dict"])
     rng.shuffle(names)
     keys = list(value)
@@ -398,8 +409,12 @@ def render_input(args: Sequence[Any], kwargs: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def mutate_input(candidate: Candidate, rng: random.Random, steps: int | None = None,
-                 found: Ingredients | None = None) -> tuple[str, list[str]] | None:  # fmt: skip
+def mutate_input(
+    candidate: Candidate,
+    rng: random.Random,
+    steps: int | None = None,
+    found: Ingredients | None = None,
+) -> tuple[str, list[str]] | None:
     """A mutated ``input_repr`` and the operators applied (``arg0:str.random``), or ``None``."""
     try:
         call = parse_call(candidate.call)
@@ -428,8 +443,9 @@ def mutate_input(candidate: Candidate, rng: random.Random, steps: int | None = N
         return None
 
 
-def mutants(candidate: Candidate, rng: random.Random, count: int,
-            max_tries: int | None = None) -> list[Candidate]:  # fmt: skip
+def mutants(
+    candidate: Candidate, rng: random.Random, count: int, max_tries: int | None = None
+) -> list[Candidate]:
     """Up to ``count`` distinct mutants of ``candidate`` (inputs differ from the parent's and
     from each other), trying at most ``max_tries`` (default ``4 * count``) mutations."""
     if count <= 0:
@@ -451,12 +467,14 @@ def mutants(candidate: Candidate, rng: random.Random, count: int,
             continue
         input_repr, ops = result
         seen.add(input_repr)
-        made.append(replace(
-            candidate,
-            id=f"{candidate.id}/m{len(made)}",
-            input_repr=input_repr,
-            lineage={"parent": parent, "ops": inherited + ops},
-        ))  # fmt: skip
+        made.append(
+            replace(
+                candidate,
+                id=f"{candidate.id}/m{len(made)}",
+                input_repr=input_repr,
+                lineage={"parent": parent, "ops": inherited + ops},
+            )
+        )
     return made
 
 
@@ -475,10 +493,13 @@ def prefer_new_coverage(
     covered = {("line", item) for item in _hashable(parent_lines)}
     covered |= {("branch", item) for item in _hashable(parent_branches)}
     pending = [
-        (candidate, {("line", item) for item in _hashable(lines)}
-         | {("branch", item) for item in _hashable(branches)})
+        (
+            candidate,
+            {("line", item) for item in _hashable(lines)}
+            | {("branch", item) for item in _hashable(branches)},
+        )
         for candidate, lines, branches in scored_mutants
-    ]  # fmt: skip
+    ]
     ordered: list[Candidate] = []
     while pending:
         gains = [len(reach - covered) for _, reach in pending]
@@ -529,8 +550,10 @@ def select_mutants(
         outputs.add(scored_mutants[number][1])
         covered |= reaches[number]
     useful = {i for i in pending if scored_mutants[i][1] not in outputs or reaches[i] - covered}
-    fate = [("kept" if i in chosen else "not_selected" if i in useful else "redundant")
-            for i in range(len(scored_mutants))]  # fmt: skip
+    fate = [
+        ("kept" if i in chosen else "not_selected" if i in useful else "redundant")
+        for i in range(len(scored_mutants))
+    ]
     groups: dict[str, list[Candidate]] = {"kept": [], "redundant": [], "not_selected": []}
     for (candidate, *_), where in zip(scored_mutants, fate, strict=True):
         groups[where].append(candidate)

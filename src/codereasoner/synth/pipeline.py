@@ -2,7 +2,7 @@
 
 For candidate indices ``0 .. n-1``, chunk by chunk::
 
-    source (offline generator or teacher model)
+    source (a generator of codereasoner.synth.generators: offline, or a teacher model)
       -> static filter -> dedup -> decontam -> mutants (pure) -> static filter + dedup per mutant
       -> traced sandbox run, seed 0 (an original and its mutants share a program; up to 16
          programs share a batch, see :mod:`codereasoner.synth.batching`)
@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from codereasoner.execution import (
     Call,
@@ -36,6 +36,7 @@ from codereasoner.execution import (
     TraceOptions,
     parse_call,
 )
+from codereasoner.synth import generators
 from codereasoner.synth.batching import Work, run_grouped
 from codereasoner.synth.case import Candidate, Drop
 from codereasoner.synth.decontam import DEFAULT_BENCHMARKS, BenchmarkIndex, Decontamination
@@ -54,9 +55,6 @@ from codereasoner.synth.setorder import perturbed
 from codereasoner.synth.summary import Summary, write_summary
 from codereasoner.synth.writer import RunWriter, dump_line
 
-if TYPE_CHECKING:
-    from codereasoner.models.base import Backend
-
 HASH_SEEDS = (0, 1)
 # Versions of the checks whose rules are not settings: a directory written by a version with
 # other rules is not resumed into (its records would be judged differently).
@@ -68,8 +66,11 @@ LICENSE = "MIT"
 TEACHER_LICENSE = "MIT; the teacher model's terms of use also apply"
 
 
-class Source(Protocol):
-    """Where candidates come from: candidate ``i`` depends only on the settings and ``i``."""
+class CandidateSource(Protocol):
+    """Where a run's candidates come from (a generator, see :mod:`codereasoner.synth.generators`):
+    candidate ``i`` depends only on the settings and ``i``. A source may also have
+    ``preflight()`` (called before the first candidate: an unreachable teacher is one error) and
+    ``close()``; a ``teacher`` mapping, when it has one, goes into every record."""
 
     name: str
 
@@ -90,7 +91,8 @@ class SynthConfig:
     out: Path
     n: int
     seed: int = 0
-    generator: str = "offline"
+    generator: str = "offline"  # a name in codereasoner.synth.generators.GENERATORS
+    generator_options: Mapping[str, Any] = field(default_factory=dict)
     max_output_chars: int = 50
     mutants: int = 2
     mutant_tries: int = 4
@@ -141,7 +143,7 @@ class Pipeline:
     def __init__(
         self,
         config: SynthConfig,
-        source: Source,
+        source: CandidateSource,
         decontam: Decontamination,
         python: str = "unknown",
     ) -> None:
@@ -352,7 +354,7 @@ def trace_summary(result: ExecResult, offset: int = 0) -> dict[str, Any]:
 
 
 def settings_of(
-    config: SynthConfig, source: Source, decontam: Decontamination, python: str
+    config: SynthConfig, source: CandidateSource, decontam: Decontamination, python: str
 ) -> dict[str, Any]:
     """What the output depends on; a resume with other settings is refused."""
     return {
@@ -384,35 +386,13 @@ def open_pool(config: SynthConfig, hash_seed: int) -> Pool:
     )
 
 
-def make_source(config: SynthConfig, out: Path, backend: Backend | None = None) -> Source:
-    """The candidate source named by ``config.generator``; the llm generator asks ``backend``
-    (built by the caller with :func:`codereasoner.models.load_backend`: model backends sit
-    below synthesis in the package's layering)."""
-    if config.generator == "offline":
-        from codereasoner.synth.generators.offline import OfflineGenerator
-
-        return OfflineSource(OfflineGenerator(config.seed))
-    if config.generator == "llm":
-        if backend is None:
-            raise ValueError("the llm generator needs a model backend (--model)")
-        from codereasoner.synth.generators.llm import LLMSource
-
-        return LLMSource(backend, config.seed, out / "generations.jsonl")
-    raise ValueError(f"unknown generator {config.generator!r}: expected offline or llm")
-
-
-class OfflineSource:
-    """Candidates from the programmatic generator: ``generate(i)`` for each index."""
-
-    def __init__(self, generator: Any) -> None:
-        self.generator = generator
-        self.name = "offline"
-
-    def produce(self, indices: range) -> list[Candidate | Drop]:
-        return [self.generator.generate(index) for index in indices]
-
-    def committed_lines(self) -> list[str]:
-        return []
+def make_source(config: SynthConfig) -> CandidateSource:
+    """The candidate source of ``config.generator``, built from the generator registry with
+    ``config.generator_options``; ValueError for an unknown generator, a missing required
+    option or one the generator does not take."""
+    kind = generators.get(config.generator)
+    settings = generators.GeneratorSettings(config.seed, config.out, config.generator_options)
+    return kind.build(settings)
 
 
 def _chunks(start: int, stop: int, size: int) -> Iterator[range]:
@@ -429,18 +409,18 @@ def run(
     progress: Progress | None = None,
     pools: tuple[Pool, Pool] | None = None,
     *,
-    source: Source | None = None,
+    source: CandidateSource | None = None,
     decontam: Decontamination | tuple[BenchmarkIndex, Sequence[str]] | None = None,
-    backend: Backend | None = None,
 ) -> Summary:
     """Run (or resume) a synthesis run into ``config.out``; returns its summary.
 
     ``pools``: a pool under hash seed 0 and one under another seed (opened here if not given);
-    ``source``: candidates from elsewhere than ``config.generator`` (tests, benchmarks);
+    ``source``: the candidates (default: :func:`make_source`, closed at the end; a source
+    given here is the caller's to close);
     ``decontam`` (required): a :class:`~codereasoner.synth.decontam.Decontamination`, built with
     ``Decontamination.against(load_benchmark_programs(...))`` or ``Decontamination.skip(why)``
     (an ``(index, checked)`` pair is accepted too: the default benchmarks it lacks are recorded
-    as missing, and an empty one as skipped); ``backend``: the teacher of the llm generator.
+    as missing, and an empty one as skipped).
     Raises :class:`~codereasoner.synth.writer.OutputError` when ``out`` holds another run and
     :class:`ValueError` without ``decontam``.
     """
@@ -449,7 +429,7 @@ def run(
     out = config.out
     with ExitStack() as stack:
         if source is None:
-            source = make_source(config, out, backend)
+            source = make_source(config)
             if hasattr(source, "close"):
                 stack.callback(source.close)
         if pools is None:

@@ -1,12 +1,13 @@
-"""Task kinds: ``prompt(item, style)``, ``extract(text)``, ``score(item, answer)``.
+"""Task kinds, registered by name: ``prompt``, ``extract``, ``plan`` / ``score`` and ``oracle``.
 
-    from codereasoner.tasks import OutputPrediction
-    task = OutputPrediction("cruxeval")
-    text = task.prompt(item, "cot")
-    score = task.score(item, task.extract(completion, "cot"), pool)
+    from codereasoner import tasks
+    kind = tasks.get(item.task)  # e.g. "output_prediction", "lcb_execution", "coverage"
+    text = kind.prompt(item, "cot")
+    score = kind.score(item, kind.extract(item, completion, "cot"), pool)
 
-Many answers are graded together with ``task.plan(item, answers)`` and :func:`run_plans`, which
-batches every item's sandbox work.
+Many answers are graded together with ``kind.plan(item, answers)`` (a :class:`GradingPlan`) and
+:func:`run_plans`, which batches every item's sandbox work. ``names()`` lists the registered
+kinds; ``register(kind)`` adds one (keyed by ``kind.name``).
 """
 
 from codereasoner.tasks.base import (
@@ -26,7 +27,8 @@ from codereasoner.tasks.base import (
 from codereasoner.tasks.grading import truth_jobs
 from codereasoner.tasks.input_prediction import InputPrediction
 from codereasoner.tasks.output_prediction import OutputPrediction
-from codereasoner.tasks.plans import OFFICIAL_LIMITS, Plan, run_plans
+from codereasoner.tasks.plans import OFFICIAL_LIMITS, GradingPlan, run_plans
+from codereasoner.tasks.registry import get, names, register, unregister
 from codereasoner.tasks.test_output import TestOutputPrediction
 
 __all__ = [
@@ -35,18 +37,22 @@ __all__ = [
     "Extracted",
     "Extraction",
     "Grading",
+    "GradingPlan",
     "InputPrediction",
     "Item",
     "OutputPrediction",
     "ParseFailure",
-    "Plan",
     "Reason",
     "Score",
     "Style",
     "TaskKind",
     "TestOutputPrediction",
+    "get",
+    "names",
+    "register",
     "run_plans",
     "template",
     "template_sources",
     "truth_jobs",
+    "unregister",
 ]

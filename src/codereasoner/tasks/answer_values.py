@@ -26,14 +26,21 @@ globals cannot shadow the names used here) and calls :func:`plain`. Standard lib
 import collections
 import fractions
 
-converted = set()
+converted: set[str] = set()
 builtin_types = (bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
 dict_like_eq = (collections.OrderedDict, collections.Counter)
 plain_copy = {
-    str: str.__str__, int: int.__int__, float: float.__float__, complex: complex.__complex__,
-    bytes: bytes.__bytes__, tuple: lambda v: tuple.__getitem__(v, slice(None)),
-    list: list.copy, dict: dict.copy, set: set.copy, frozenset: frozenset.copy,
-}  # fmt: skip
+    str: str.__str__,
+    int: int.__int__,
+    float: float.__float__,
+    complex: complex.__complex__,
+    bytes: bytes.__bytes__,
+    tuple: lambda v: tuple.__getitem__(v, slice(None)),
+    list: list.copy,
+    dict: dict.copy,
+    set: set.copy,
+    frozenset: frozenset.copy,
+}
 
 
 def literal_base(kind):

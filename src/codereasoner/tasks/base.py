@@ -1,8 +1,10 @@
 """The types every task kind shares, and the task-kind protocol.
 
-A task kind is ``prompt(item, style) -> str``, ``extract(text) -> Answer | ParseFailure`` and
-``score(item, answer) -> Score`` (scoring many answers goes through :func:`plan` so that all the
-sandbox work of a benchmark runs as a few batches).
+A task kind is ``prompt(item, style) -> str``, ``extract(item, text) -> Answer | ParseFailure``
+and ``score(item, answer) -> Score`` (scoring many answers goes through ``plan`` so that all the
+sandbox work of a benchmark runs as a few batches), plus ``oracle(item, style)``: what a perfect
+model writes. Kinds are registered by name (:mod:`codereasoner.tasks.registry`); an item's
+``task`` is the name of its kind.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from codereasoner import values
 
 if TYPE_CHECKING:
     from codereasoner.execution import Pool
-    from codereasoner.tasks.plans import Plan
+    from codereasoner.tasks.plans import GradingPlan
 
 
 class Style(StrEnum):
@@ -145,15 +147,25 @@ class Score:
 
 
 class TaskKind(Protocol):
-    """What benchmarks, self-checks, rejection sampling and rewards share."""
+    """What benchmarks, self-checks, rejection sampling and rewards share.
+
+    ``name`` is the registry key and the ``Item.task`` of the items the kind handles. ``extract``
+    reads a completion of the item's prompt (the item is there for rules that need it, e.g. REval
+    path answers given as line numbers); ``oracle`` is the completion a perfect model writes
+    after the prompt in ``style``, which ``extract`` (default mode) and ``score`` must accept,
+    or :class:`~codereasoner.tasks.oracle.NoOracleAnswer` when the truth cannot be stated.
+    """
 
     name: str
-    styles: tuple[Style, ...]
+
+    @property
+    def styles(self) -> tuple[StrEnum, ...]: ...  # Style, or CoreStyle for CoRE kinds
 
     def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str: ...
 
     def extract(
         self,
+        item: Item,
         text: str,
         style: Style | str = Style.DIRECT,
         mode: Extraction | str = Extraction.OFFICIAL,
@@ -161,7 +173,7 @@ class TaskKind(Protocol):
 
     def plan(
         self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
-    ) -> Plan: ...
+    ) -> GradingPlan: ...
 
     def score(
         self,
@@ -170,6 +182,8 @@ class TaskKind(Protocol):
         pool: Pool | None = None,
         grading: Grading | str = Grading.OFFICIAL,
     ) -> Score: ...
+
+    def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str: ...
 
 
 @cache

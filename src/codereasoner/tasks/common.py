@@ -3,7 +3,9 @@
 - :class:`PlannedTask`: ``plan`` (one ``grade(sample, text)`` per item, built by the kind's
   :meth:`~PlannedTask.grader`) and ``score`` (the plan of one answer, run);
 - :class:`RevalKind`: ``prompt`` and ``extract`` of the four REval task kinds, which differ
-  only in their template, their extraction functions and their failure message;
+  only in their template, their extraction functions and their failure message (the rules all
+  four share, an unfinished CoT and the ``[ANSWER]`` tags, are in each kind's functions, see
+  :mod:`codereasoner.tasks.reval_extraction`);
 - :func:`found_or_failure` and :func:`anti_copy_grader`: the extraction and grading steps the
   CRUXEval-style kinds repeat.
 """
@@ -27,7 +29,7 @@ from codereasoner.tasks.base import (
     fill,
 )
 from codereasoner.tasks.grading import official_assertion
-from codereasoner.tasks.plans import Job, Plan, build_plan, run_plans, verdict
+from codereasoner.tasks.plans import GradingPlan, Job, build_plan, run_plans, verdict
 
 if TYPE_CHECKING:
     from codereasoner.execution import Pool
@@ -73,7 +75,7 @@ class PlannedTask:
 
     def plan(
         self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.OFFICIAL
-    ) -> Plan:
+    ) -> GradingPlan:
         return build_plan(item, answers, self.grader(item, Grading(grading)))
 
     def score(
@@ -91,8 +93,8 @@ class RevalKind(PlannedTask):
     """``prompt`` / ``extract`` / ``plan`` / ``score`` for one REval task kind.
 
     The template is ``reval/{style}_{name}.txt``; official extraction is ``official(text,
-    cot=...)``; robust extraction is ``robust(text)`` and fails with ``missing`` when it finds
-    nothing (or an empty answer).
+    cot=...)``; robust extraction is ``robust(text)`` (:meth:`robust_for` when it needs the item)
+    and fails with ``missing`` when it finds nothing (or an empty answer).
     """
 
     name: str
@@ -106,20 +108,17 @@ class RevalKind(PlannedTask):
 
     def extract(
         self,
+        item: Item,
         text: str,
         style: Style | str = Style.DIRECT,
         mode: Extraction | str = Extraction.OFFICIAL,
     ) -> Extracted:
-        return self._extract(text, style, mode, self.robust)
-
-    def _extract(
-        self,
-        text: str,
-        style: Style | str,
-        mode: Extraction | str,
-        robust: Callable[[str], str | None],
-    ) -> Extracted:
         cot = check_style(style, self.styles) is Style.COT
         if Extraction(mode) is Extraction.ROBUST:
-            return found_or_failure(robust(text), self.missing, text, empty_ok=False)
+            found = self.robust_for(item, text)
+            return found_or_failure(found, self.missing, text, empty_ok=False)
         return Answer(self.official(text, cot=cot))
+
+    def robust_for(self, item: Item, text: str) -> str | None:
+        """The robust answer (None: none); the kinds that read the item override this."""
+        return self.robust(text)

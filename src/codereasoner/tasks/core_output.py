@@ -39,7 +39,8 @@ from codereasoner.tasks.base import (
 )
 from codereasoner.tasks.common import Grade, PlannedTask
 from codereasoner.tasks.grading import is_python_literal
-from codereasoner.tasks.plans import Plan, verdict
+from codereasoner.tasks.oracle import THOUGHT, style_name, truth_text
+from codereasoner.tasks.plans import GradingPlan, verdict
 
 OUTPUT_TASK = "core_output"
 PREAMBLE = "from typing import *"  # LiveCodeBench implementations use List, Optional, ...
@@ -73,6 +74,11 @@ def core_style(style: CoreStyle | str) -> CoreStyle:
         raise ValueError(
             f"style {style!r} not supported by CoRE; expected one of {names}"
         ) from None
+
+
+def oracle_preface(style: CoreStyle | str) -> str:
+    """What the oracle writes before its answer: reasoning, except in the direct style."""
+    return "" if style_name(style) == CoreStyle.DIRECT else f"{THOUGHT}\n\n"
 
 
 def program(item: Item) -> Program:
@@ -195,8 +201,8 @@ def ancestor_literal(text: str) -> tuple[bool, object]:
 def grade_ancestor(item: Item, sample: int, text: str) -> Score:
     gold_ok, gold = ancestor_literal(item.truth)
     if not gold_ok:
-        return verdict(item, sample, text, Reason.BAD_TRUTH,
-                       f"ast.literal_eval rejects the gold {item.truth!r} (upstream crashes)")  # fmt: skip
+        why = f"ast.literal_eval rejects the gold {item.truth!r} (upstream crashes)"
+        return verdict(item, sample, text, Reason.BAD_TRUTH, why)
     ok, value = ancestor_literal(text)
     same = values.equal(gold, value if ok else text, "strict")
     return verdict(item, sample, text, Reason.CORRECT if same else Reason.WRONG)
@@ -207,7 +213,7 @@ class CoreKind(PlannedTask):
 
     def plan(
         self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.STRICT
-    ) -> Plan:
+    ) -> GradingPlan:
         return super().plan(item, answers, grading)
 
     def score(
@@ -222,7 +228,7 @@ class CoreKind(PlannedTask):
 
 
 class CoreOutput(CoreKind):
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for CoRE output prediction."""
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for CoRE output prediction."""
 
     name = OUTPUT_TASK
     styles = tuple(CoreStyle)
@@ -232,6 +238,7 @@ class CoreOutput(CoreKind):
 
     def extract(
         self,
+        item: Item,
         text: str,
         style: CoreStyle | str = CoreStyle.DIRECT,
         mode: Extraction | str = Extraction.ROBUST,
@@ -241,6 +248,11 @@ class CoreOutput(CoreKind):
         if chosen is Extraction.OFFICIAL_OPENAI:
             raise ValueError("CoRE extraction: 'robust' (project rule) or 'official' (ancestor)")
         return ancestor_output(text) if chosen is Extraction.OFFICIAL else extract_answer(text)
+
+    def oracle(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
+        # Fenced so the ancestor's regex (``== X`` then a fence) finds it too.
+        assertion = f"assert {item.call} == {truth_text(item)}"
+        return f"{oracle_preface(style)}```python\n{assertion}\n```\n"
 
     def grader(self, item: Item, grading: Grading) -> Grade:
         grade = grade_ancestor if grading is Grading.OFFICIAL else grade_project

@@ -17,28 +17,29 @@ Both gradings use this matcher. :func:`check_trace` compares a gold with our tra
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from codereasoner import values
 from codereasoner.tasks.base import Extracted, Extraction, Grading, Item, Reason, Score
 from codereasoner.tasks.common import Grade
 from codereasoner.tasks.core_output import (
-    OUTPUT_TASK,
     CoreKind,
-    CoreOutput,
     CoreStyle,
     core_style,
     extract_answer,
+    oracle_preface,
     read_value,
 )
-from codereasoner.tasks.plans import Plan, verdict
+from codereasoner.tasks.oracle import truth_text
+from codereasoner.tasks.plans import verdict
 from codereasoner.trace import ExecutionTrace
 
 PROBE_TASK = "core_probe"
-_HEAD = ("You are given a Python function, an input, and a question about the function's "
-         "execution on that input.\n\n{code}\nInput: {func_name}({input})\nQuestion: {question}"
-         "\n\n")  # fmt: skip
+_HEAD = (
+    "You are given a Python function, an input, and a question about the function's "
+    "execution on that input.\n\n{code}\nInput: {func_name}({input})\nQuestion: {question}"
+    "\n\n"
+)
 _ANSWER = "Answer with the exact value as a Python literal on a final line of the form `Answer: <value>`.\n"
 PROMPTS = {  # project-defined, not a benchmark template
     CoreStyle.DIRECT: _HEAD + _ANSWER,
@@ -147,7 +148,7 @@ def grade_probe(item: Item, sample: int, text: str) -> Score:
 
 
 class CoreProbe(CoreKind):
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for CoRE probes."""
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for CoRE probes."""
 
     name = PROBE_TASK
     styles = tuple(CoreStyle)
@@ -157,6 +158,7 @@ class CoreProbe(CoreKind):
 
     def extract(
         self,
+        item: Item,
         text: str,
         style: CoreStyle | str = CoreStyle.DIRECT,
         mode: Extraction | str = Extraction.ROBUST,
@@ -166,48 +168,11 @@ class CoreProbe(CoreKind):
         Extraction(mode)
         return extract_answer(text)
 
+    def oracle(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
+        return f"{oracle_preface(style)}Answer: {truth_text(item)}\n"
+
     def grader(self, item: Item, grading: Grading) -> Grade:
         return lambda sample, text: grade_probe(item, sample, text)
-
-
-class CoreTasks(CoreKind):
-    """Both CoRE task kinds behind one interface, dispatched on ``item.task``.
-
-    ``extract`` has no item: its project rule serves both kinds; ``Extraction.OFFICIAL`` (the
-    ancestor's regex) is meant for output items only.
-    """
-
-    name = "core"
-    styles = tuple(CoreStyle)
-
-    def __init__(self) -> None:
-        self.output, self.probe = CoreOutput(), CoreProbe()
-        self.kinds: dict[str, CoreOutput | CoreProbe] = {
-            OUTPUT_TASK: self.output,
-            PROBE_TASK: self.probe,
-        }
-
-    def _kind(self, item: Item) -> CoreOutput | CoreProbe:
-        try:
-            return self.kinds[item.task]
-        except KeyError:
-            raise ValueError(f"{item.id}: task {item.task!r} is not a CoRE task") from None
-
-    def prompt(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
-        return self._kind(item).prompt(item, style)
-
-    def extract(
-        self,
-        text: str,
-        style: CoreStyle | str = CoreStyle.DIRECT,
-        mode: Extraction | str = Extraction.ROBUST,
-    ) -> Extracted:
-        return self.output.extract(text, style, mode)
-
-    def plan(
-        self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.STRICT
-    ) -> Plan:
-        return self._kind(item).plan(item, answers, grading)
 
 
 # ---------------------------------------------------------------------------------------
@@ -269,8 +234,9 @@ def _observations(
         for snapshot in snapshots:
             known = {name: read(text) for name, text in snapshot.items() if text is not None}
             here += [(name, value) for name, value in known.items() if not names or name in names]
-            here += [(container, _element(known, container, index))
-                     for container, index in subscripts]  # fmt: skip
+            here += [
+                (container, _element(known, container, index)) for container, index in subscripts
+            ]
         seen.append([(name, value) for name, value in here if value is not _MISSING])
     return seen
 
@@ -308,5 +274,6 @@ def _mentions(question: str, name: str) -> bool:
 
 def _observed(name: str, value: object, pool: list[tuple[str, object]], traced: set[str]) -> bool:
     named = name in traced
-    return any((not named or seen == name) and values.equal(value, item, "lenient")
-               for seen, item in pool)  # fmt: skip
+    return any(
+        (not named or seen == name) and values.equal(value, item, "lenient") for seen, item in pool
+    )

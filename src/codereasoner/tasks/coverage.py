@@ -6,20 +6,24 @@ Graded in the parent against the traced coverage; no sandbox work.
 from __future__ import annotations
 
 from codereasoner.tasks import reval_extraction as rx
-from codereasoner.tasks.base import Grading, Item, Reason, Score
+from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
 from codereasoner.tasks.common import Grade, RevalKind
+from codereasoner.tasks.oracle import style_name, tagged
 from codereasoner.tasks.plans import verdict
 
 __all__ = ["Coverage"]
 
 
 class Coverage(RevalKind):
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for REval coverage questions."""
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for REval coverage questions."""
 
     name = "coverage"
     missing = "no YES or NO"
     official = staticmethod(rx.coverage_official)
     robust = staticmethod(rx.coverage_robust)
+
+    def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str:
+        return tagged("YES" if item.truth_value() else "NO", style_name(style))
 
     def grader(self, item: Item, grading: Grading) -> Grade:
         expected = bool(item.truth_value())

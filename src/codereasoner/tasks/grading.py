@@ -35,7 +35,7 @@ from codereasoner import values
 from codereasoner.execution import Call, CallSyntaxError, ExecResult, Program, Status, parse_call
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks.base import Item, Reason, Score
-from codereasoner.tasks.plans import Finish, Job, Plan, verdict
+from codereasoner.tasks.plans import Finish, GradingPlan, Job, verdict
 
 HOOK = "__codereasoner_answer__"
 
@@ -178,8 +178,8 @@ def compare_result(
         except ValueError:
             return verdict(item, sample, answer, Reason.NON_LITERAL_VALUE, result.value or "")
         same = values.equal(truth, value, policy)
-        return verdict(item, sample, answer, Reason.CORRECT if same else Reason.WRONG,
-                       result.value or "")  # fmt: skip
+        reason = Reason.CORRECT if same else Reason.WRONG
+        return verdict(item, sample, answer, reason, result.value or "")
 
     return finish
 
@@ -198,13 +198,14 @@ def compare_plain(
             value, converted = returned_plain(result)
         except ValueError:
             return verdict(item, sample, answer, Reason.NON_LITERAL_VALUE, result.value or "")
-        parts = [value] if shape is None else value
-        if shape is not None and not (
-            type(parts) is list and len(parts) == equalities + conditions
-        ):
+        if shape is None:
+            parts: list[object] = [value]
+        elif type(value) is list and len(value) == equalities + conditions:
+            parts = value
+        else:
             return verdict(item, sample, answer, Reason.NON_LITERAL_VALUE, result.value or "")
         detail = _describe_value(parts[0], converted)
-        operands, tests = parts[:equalities], parts[equalities:]  # type: ignore[index]
+        operands, tests = parts[:equalities], parts[equalities:]
         pairs = zip([truth, *operands[:-1]], operands, strict=True)
         same = all(values.equal(left, right, "strict") for left, right in pairs)
         holds = same and all(bool(test) for test in tests)
@@ -226,7 +227,7 @@ def source_segment(text: str, node: ast.AST) -> str:
     """The source text of ``node`` in ``text``, in linear time (``ast.get_source_segment`` is
     quadratic on one long line in Python 3.11). Column offsets count UTF-8 bytes."""
     lines = text.split("\n")
-    first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined,operator]
+    first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
     start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
     if first == last:
         return lines[first].encode()[start:end].decode()
@@ -308,7 +309,7 @@ def _after(text: str, statement: ast.stmt) -> str:
     """The module's text after ``statement`` (decorators and all), as statements of their own."""
     lines = text.split("\n")
     last = statement.end_lineno - 1  # type: ignore[operator]
-    rest = lines[last].encode()[statement.end_col_offset :].decode()  # type: ignore[misc]
+    rest = lines[last].encode()[statement.end_col_offset :].decode()
     return "\n".join([rest.lstrip(" \t;"), *lines[last + 1 :]]) + "\n"
 
 
@@ -317,9 +318,10 @@ def _assertion_shape(tree: ast.Module, gold: ast.expr) -> _Shape | str:
     first, *rest = tree.body
     if not isinstance(first, ast.Assert):
         return "the answer does not continue the assertion"
-    test, conditions = first.test, ()
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        test, conditions = test.values[0], tuple(test.values[1:])
+    test: ast.expr = first.test
+    conditions: tuple[ast.expr, ...] = ()
+    if isinstance(first.test, ast.BoolOp) and isinstance(first.test.op, ast.And):
+        test, conditions = first.test.values[0], tuple(first.test.values[1:])
     if not (isinstance(test, ast.Compare) and ast.dump(test.left) == ast.dump(gold)):
         kind = type(first.test).__name__
         return f"the assertion is a {kind}, not the truth compared with the answer"
@@ -389,11 +391,11 @@ def strict_call(item: Item, sample: int, answer: str, policy: str = "strict") ->
     return Job(sample, Program(item.program, item.entry), call, finish, shared=True)
 
 
-def truth_jobs(items: Iterable[Item]) -> list[Plan]:
+def truth_jobs(items: Iterable[Item]) -> list[GradingPlan]:
     """Plans that re-derive each item's gold output by running its call in the sandbox."""
     plans = []
     for item in items:
-        plan = Plan(item, [None])
+        plan = GradingPlan(item, [None])
         plan.add(0, official_assertion(item, 0, item.call, call_entry=True))
         plans.append(plan)
     return plans

@@ -19,13 +19,14 @@ from codereasoner.tasks.base import (
 )
 from codereasoner.tasks.common import Grade, PlannedTask, anti_copy_grader, found_or_failure
 from codereasoner.tasks.grading import strict_call
+from codereasoner.tasks.oracle import style_name, tagged, truth_text
 
 _TEMPLATES = {Style.DIRECT: "cruxeval/input_direct.txt", Style.COT: "cruxeval/input_cot.txt"}
 
 
 class InputPrediction(PlannedTask):
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for CRUXEval-I (``score``: the predicted
-    call runs in ``pool``)."""
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for CRUXEval-I (``score``: the
+    predicted call runs in ``pool``)."""
 
     name = "input_prediction"
     styles = tuple(_TEMPLATES)
@@ -38,6 +39,7 @@ class InputPrediction(PlannedTask):
 
     def extract(
         self,
+        item: Item,
         text: str,
         style: Style | str = Style.DIRECT,
         mode: Extraction | str = Extraction.OFFICIAL,
@@ -49,8 +51,12 @@ class InputPrediction(PlannedTask):
         openai = chosen is Extraction.OFFICIAL_OPENAI
         return Answer(extraction.cruxeval_input(text, cot=cot, openai=openai))
 
+    def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str:
+        return tagged(f"assert {item.call} == {truth_text(item)}", style_name(style))
+
     def grader(self, item: Item, grading: Grading) -> Grade:
         official = grading is Grading.OFFICIAL
         copied = f"{item.entry}("  # a call of the entry is missing: a copy of the question
-        return anti_copy_grader(item, official, strict_call, lambda text: copied not in text,
-                                call_entry=True)  # fmt: skip
+        return anti_copy_grader(
+            item, official, strict_call, lambda text: copied not in text, call_entry=True
+        )

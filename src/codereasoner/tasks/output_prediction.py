@@ -1,7 +1,8 @@
 """Output prediction: given a program and a call, predict the returned value.
 
-CRUXEval-O and LiveCodeBench code execution differ only in their templates, their upstream
-post-processing and the text the anti-copy rule looks for (both: the question's call).
+CRUXEval-O (task kind ``output_prediction``) and LiveCodeBench code execution (``lcb_execution``)
+differ only in their templates, their upstream post-processing and the text the anti-copy rule
+looks for (both: the question's call).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from codereasoner.tasks.base import (
 )
 from codereasoner.tasks.common import Grade, PlannedTask, anti_copy_grader, found_or_failure
 from codereasoner.tasks.grading import strict_value
+from codereasoner.tasks.oracle import style_name, tagged, truth_text
 
+_NAMES = {"cruxeval": "output_prediction", "livecodebench": "lcb_execution"}
 _TEMPLATES = {
     "cruxeval": {
         Style.DIRECT: "cruxeval/output_direct.txt",
@@ -34,10 +37,9 @@ _TEMPLATES = {
 
 
 class OutputPrediction(PlannedTask):
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for one benchmark dialect (``score``:
-    literal answers need no pool, anything else runs in ``pool``)."""
-
-    name = "output_prediction"
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for one benchmark dialect
+    (``score``: literal answers need no pool, anything else runs in ``pool``); ``name`` is the
+    dialect's task kind: ``output_prediction`` (CRUXEval) or ``lcb_execution`` (LiveCodeBench)."""
 
     def __init__(self, dialect: str = "cruxeval") -> None:
         if dialect not in _TEMPLATES:
@@ -45,6 +47,7 @@ class OutputPrediction(PlannedTask):
                 f"unknown dialect {dialect!r}; expected one of {', '.join(_TEMPLATES)}"
             )
         self.dialect = dialect
+        self.name = _NAMES[dialect]
         self.styles = tuple(_TEMPLATES[dialect])
 
     def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str:
@@ -52,6 +55,7 @@ class OutputPrediction(PlannedTask):
 
     def extract(
         self,
+        item: Item,
         text: str,
         style: Style | str = Style.DIRECT,
         mode: Extraction | str = Extraction.OFFICIAL,
@@ -65,7 +69,14 @@ class OutputPrediction(PlannedTask):
         openai = chosen is Extraction.OFFICIAL_OPENAI
         return Answer(extraction.cruxeval_output(text, cot=cot, openai=openai))
 
+    def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str:
+        truth, chosen = truth_text(item), style_name(style)
+        if chosen == Style.PHIND:  # the prompt ends with "assert f(...) =="
+            return f" {truth} # done"
+        return tagged(f"assert {item.call} == {truth}", chosen)
+
     def grader(self, item: Item, grading: Grading) -> Grade:
         official = grading is Grading.OFFICIAL
-        return anti_copy_grader(item, official, strict_value, lambda text: item.call in text,
-                                call_entry=False)  # fmt: skip
+        return anti_copy_grader(
+            item, official, strict_value, lambda text: item.call in text, call_entry=False
+        )

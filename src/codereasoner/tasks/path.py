@@ -7,11 +7,12 @@ count), ``-1`` stays ``-1``; it is right when one of those numbers is an expecte
 from __future__ import annotations
 
 from codereasoner.tasks import reval_extraction as rx
-from codereasoner.tasks.base import Extracted, Extraction, Grading, Item, Reason, Score, Style
+from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
 from codereasoner.tasks.common import Grade, RevalKind
+from codereasoner.tasks.oracle import NoOracleAnswer, style_name, tagged
 from codereasoner.tasks.plans import verdict
 
-__all__ = ["Path", "answer_lines"]
+__all__ = ["PathPrediction", "answer_lines"]
 
 
 def answer_lines(answer: str, code: str) -> list[int]:
@@ -22,24 +23,29 @@ def answer_lines(answer: str, code: str) -> list[int]:
     return found or [-2]
 
 
-class Path(RevalKind):
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for REval path questions.
+class PathPrediction(RevalKind):
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for REval path questions.
 
-    Robust extraction needs the code to read line numbers; pass it as ``code``.
+    Robust extraction reads line numbers in the item's code (``item.program``).
     """
 
     name = "path"
     missing = "no line of code"
     official = staticmethod(rx.path_official)
 
-    def extract(
-        self,
-        text: str,
-        style: Style | str = Style.DIRECT,
-        mode: Extraction | str = Extraction.OFFICIAL,
-        code: str = "",
-    ) -> Extracted:
-        return self._extract(text, style, mode, lambda reply: rx.path_robust(reply, code))
+    def robust_for(self, item: Item, text: str) -> str | None:
+        return rx.path_robust(text, item.program)
+
+    def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str:
+        """``-1`` when the run may end there, else the first expected line that holds code."""
+        lines = [int(line) for line in item.truth_value()]  # type: ignore[attr-defined]
+        if -1 in lines:
+            return tagged("-1", style_name(style))
+        code = item.program.split("\n")
+        for number in lines:
+            if 1 <= number <= len(code) and code[number - 1].strip():
+                return tagged(code[number - 1].strip(), style_name(style))
+        raise NoOracleAnswer(f"{item.id}: expected lines {lines} hold no code")
 
     def grader(self, item: Item, grading: Grading) -> Grade:
         expected = [int(line) for line in item.truth_value()]  # type: ignore[attr-defined]
@@ -47,7 +53,7 @@ class Path(RevalKind):
         def grade(sample: int, text: str) -> Score:
             said = answer_lines(rx.path_official(text), item.program)
             right = any(line in expected for line in said)
-            return verdict(item, sample, text, Reason.CORRECT if right else Reason.WRONG,
-                           f"lines {said}, expected {expected}")  # fmt: skip
+            reason = Reason.CORRECT if right else Reason.WRONG
+            return verdict(item, sample, text, reason, f"lines {said}, expected {expected}")
 
         return grade

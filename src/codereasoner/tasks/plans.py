@@ -1,7 +1,8 @@
 """Grading plans: verdicts decided in the parent now, or after the sandbox runs their jobs.
 
-A task kind turns one item's answers into a :class:`Plan`; :func:`run_plans` runs the jobs of
-many plans through one pool (each distinct call once, calls of one benchmark program batched).
+A task kind turns one item's answers into a :class:`GradingPlan`; :func:`run_plans` runs the
+jobs of many plans through one pool (each distinct call once, calls of one benchmark program
+batched).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Job:
 
 
 @dataclass
-class Plan:
+class GradingPlan:
     """The grading of one item's samples: scores decided now, jobs still to run, and samples
     whose answer text repeats an earlier sample's (graded once, the verdict copied)."""
 
@@ -61,9 +62,9 @@ class Plan:
 
 def build_plan(
     item: Item, answers: Sequence[Extracted], grade: Callable[[int, str], Score | Job]
-) -> Plan:
+) -> GradingPlan:
     """A plan grading each distinct answer text once; extraction failures are wrong."""
-    plan = Plan(item, [None] * len(answers))
+    plan = GradingPlan(item, [None] * len(answers))
     first: dict[str, int] = {}
     for sample, answer in enumerate(answers):
         if isinstance(answer, ParseFailure):
@@ -88,7 +89,7 @@ PROBE_S = 0.25
 
 def run_plans(
     pool: Pool | None,
-    plans: Sequence[Plan],
+    plans: Sequence[GradingPlan],
     limits: Limits = OFFICIAL_LIMITS,
     memo: Memo | None = None,
 ) -> list[list[Score]]:
@@ -103,8 +104,8 @@ def run_plans(
     memo = {} if memo is None else memo
     pending = [(plan, job) for plan in plans for job in plan.jobs]
     while pending:  # a finisher may ask for a follow-up job (a second phase): run those next
-        waiting: dict[Key, list[tuple[Plan, Job]]] = {}
-        decided: list[tuple[Plan, Job, ExecResult]] = []
+        waiting: dict[Key, list[tuple[GradingPlan, Job]]] = {}
+        decided: list[tuple[GradingPlan, Job, ExecResult]] = []
         for plan, job in pending:
             key = (job.program, json.dumps(job.call.wire(), sort_keys=True))
             if key in memo:
@@ -128,7 +129,7 @@ def run_plans(
     return [plan.resolve() for plan in plans]
 
 
-def _execute(pool: Pool, waiting: dict[Key, list[tuple[Plan, Job]]], limits: Limits) -> Memo:
+def _execute(pool: Pool, waiting: dict[Key, list[tuple[GradingPlan, Job]]], limits: Limits) -> Memo:
     probe = limits
     if limits.timeout_s > PROBE_S:
         probe = replace(limits, timeout_s=PROBE_S, wall_timeout_s=None)

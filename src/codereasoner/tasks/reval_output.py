@@ -30,9 +30,10 @@ from typing import Any
 from codereasoner import values
 from codereasoner.execution import Call, ExecResult, Program, Status
 from codereasoner.tasks import reval_extraction as rx
-from codereasoner.tasks.base import Grading, Item, Reason, Score
+from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
 from codereasoner.tasks.common import Grade, RevalKind
 from codereasoner.tasks.grading import PLAIN_FUNCTION, PLAIN_PREAMBLE, is_python_literal
+from codereasoner.tasks.oracle import style_name, tagged
 from codereasoner.tasks.plans import Job, verdict
 
 __all__ = [
@@ -57,10 +58,13 @@ UNVERIFIABLE = "the answer is not the question's code with its ?? filled: it wou
 PENALTIES = ("assertTrue(True)", "assertFalse(False)", "assert True", "assert False",
              "assert True == True", "assert False == False")  # fmt: skip
 _REASONS = {
-    Status.ERROR: Reason.ERROR, Status.TIMEOUT: Reason.TIMEOUT, Status.MEMORY: Reason.MEMORY,
-    Status.OUTPUT_LIMIT: Reason.OUTPUT_LIMIT, Status.KILLED: Reason.KILLED,
+    Status.ERROR: Reason.ERROR,
+    Status.TIMEOUT: Reason.TIMEOUT,
+    Status.MEMORY: Reason.MEMORY,
+    Status.OUTPUT_LIMIT: Reason.OUTPUT_LIMIT,
+    Status.KILLED: Reason.KILLED,
     Status.SANDBOX_ERROR: Reason.SANDBOX_ERROR,
-}  # fmt: skip
+}
 _SYNTAX = ("SyntaxError", "IndentationError", "TabError")
 
 
@@ -114,8 +118,10 @@ def filled_holes(
     if not same or len(found) != holes_in_question:
         return None
     template = re.sub(rf"{HOLES}_(\d+)", rf"{HOLES}[\1]", marked)
-    literals = tuple(["v", None if isinstance(found[i], Expression) else found[i]]
-                     for i in range(holes_in_question))  # fmt: skip
+    literals = tuple(
+        ["v", None if isinstance(found[i], Expression) else found[i]]
+        for i in range(holes_in_question)
+    )
     expressions = {i: hole.text for i, hole in found.items() if isinstance(hole, Expression)}
     return template, literals, expressions
 
@@ -300,12 +306,16 @@ def _program(code: str, test: str | None, entry: str) -> Program:
 
 
 class RevalOutput(RevalKind):
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for REval output questions."""
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for REval output questions."""
 
     name = "output"
     missing = "no test code"
     official = staticmethod(rx.output_official)
     robust = staticmethod(rx.output_robust)
+
+    def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str:
+        """The question's test code with its holes filled (the item's truth)."""
+        return tagged(item.truth, style_name(style))
 
     def grader(self, item: Item, grading: Grading) -> Grade:
         if grading is not Grading.OFFICIAL:
@@ -359,8 +369,8 @@ def _then_question(
         template, test_class, literals = question
         holes = _recorded_holes(recorded, literals)
         if holes is None:
-            return verdict(item, sample, text, Reason.UNSUPPORTED_ASSERTION,
-                           "a hole took different values, or an unexpected record")  # fmt: skip
+            why = "a hole took different values, or an unexpected record"
+            return verdict(item, sample, text, Reason.UNSUPPORTED_ASSERTION, why)
         call = Call(ANSWER_ENTRY, (template, test_class, holes))
         return Job(sample, program, call, decide, shared=True)
 

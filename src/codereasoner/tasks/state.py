@@ -6,8 +6,9 @@ Answers are parsed, never evaluated (see :mod:`codereasoner.tasks.state_answers`
 from __future__ import annotations
 
 from codereasoner.tasks import reval_extraction as rx
-from codereasoner.tasks.base import Grading, Item, Reason, Score
+from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
 from codereasoner.tasks.common import Grade, RevalKind
+from codereasoner.tasks.oracle import NoOracleAnswer, style_name, tagged
 from codereasoner.tasks.plans import verdict
 from codereasoner.tasks.state_answers import StateError, parse_state, state_verdict
 
@@ -15,12 +16,34 @@ __all__ = ["State"]
 
 
 class State(RevalKind):
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for REval state questions."""
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for REval state questions."""
 
     name = "state"
     missing = "no 'value; type' or Nil"
     official = staticmethod(rx.state_official)
     robust = staticmethod(rx.state_robust)
+
+    def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str:
+        """``Nil``, or the first expected state written as ``value; type`` that grading accepts
+        (a bytearray's recorded ``b'..'`` is bytes: it is written ``bytearray(b'..')``)."""
+        chosen = style_name(style)
+        truth = item.truth_value()
+        if truth is None:
+            return tagged("Nil", chosen)
+        for kind, text in truth:  # type: ignore[attr-defined]
+            if text is None:  # the trace recorded no readable value (an opaque object)
+                continue
+            written = [f"{text}; {kind}"]
+            if kind == "bytearray":
+                written.append(f"bytearray({text}); {kind}")
+            for answer in written:
+                if state_verdict(parse_state(answer), truth)[0]:  # type: ignore[arg-type]
+                    return tagged(answer, chosen)
+        kinds = ", ".join(str(kind) for kind, _ in truth)  # type: ignore[attr-defined]
+        raise NoOracleAnswer(
+            f"{item.id}: no expected state ({kinds}) has a value and a type that read back as "
+            "'value; type'"
+        )
 
     def grader(self, item: Item, grading: Grading) -> Grade:
         truth = item.truth_value()

@@ -38,9 +38,24 @@ __all__ = ["NIL", "StateError", "StatePrediction", "TypeName", "parse_state", "s
 NIL = "Nil"
 _NUMPY_SCALARS = frozenset(
     f"numpy.{name}"
-    for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float16", "float32", "float64", "bool_", "intc", "longlong", "double")
-)  # fmt: skip
+    for name in (
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "bool_",
+        "intc",
+        "longlong",
+        "double",
+    )
+)
 _BUILTIN_CLASSES = frozenset(
     name for name, value in vars(builtins).items() if isinstance(value, type) and name.islower()
 )

@@ -18,6 +18,7 @@ from codereasoner.tasks.base import (
 )
 from codereasoner.tasks.common import Grade, PlannedTask, found_or_failure
 from codereasoner.tasks.grading import official_expression, strict_value
+from codereasoner.tasks.oracle import truth_text
 from codereasoner.tasks.plans import Job, verdict
 
 TEMPLATE = "livecodebench/test_output.txt"
@@ -26,8 +27,8 @@ SYSTEM_CODELLAMA = "livecodebench/test_output_system_cllama.txt"
 
 
 class TestOutputPrediction(PlannedTask):
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for LiveCodeBench test output prediction
-    (``score``: a non-literal right-hand side is evaluated in ``pool``)."""
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for LiveCodeBench test output
+    prediction (``score``: a non-literal right-hand side is evaluated in ``pool``)."""
 
     __test__ = False  # not a pytest test class
     name = "test_output_prediction"
@@ -40,6 +41,7 @@ class TestOutputPrediction(PlannedTask):
 
     def extract(
         self,
+        item: Item,
         text: str,
         style: Style | str = Style.DIRECT,
         mode: Extraction | str = Extraction.OFFICIAL,
@@ -53,6 +55,10 @@ class TestOutputPrediction(PlannedTask):
             return found_or_failure(found, "no asserted value", text)
         found = extraction.lcb_test_output(text, codellama=codellama)
         return found_or_failure(found, "no assert line or code block", text, empty_ok=False)
+
+    def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str:
+        """A fenced assertion, as upstream's prompt asks (the only style: direct)."""
+        return f"```python\nassert {item.call} == {truth_text(item)}\n```"
 
     def grader(self, item: Item, grading: Grading) -> Grade:
         official = grading is Grading.OFFICIAL

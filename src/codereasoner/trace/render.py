@@ -43,11 +43,11 @@ def _loop_instances(steps: tuple[Step, ...]) -> list[_Instance]:
     open_: dict[tuple[int, int], _Instance] = {}  # (fid, loop line) -> running instance
     last_iteration: dict[tuple[int, int], int] = {}
     for index, step in enumerate(steps):
-        for key, instance in list(open_.items()):
-            if instance.depth > step.depth or (instance.depth == step.depth and key[0] != step.fid):
+        for key, running in list(open_.items()):
+            if running.depth > step.depth or (running.depth == step.depth and key[0] != step.fid):
                 del open_[key]  # its frame returned or was suspended
-            elif instance.depth < step.depth:
-                instance.end = index + 1  # a callee's step, inside the current iteration
+            elif running.depth < step.depth:
+                running.end = index + 1  # a callee's step, inside the current iteration
         current = {line for line, _ in step.loops}
         for key in [key for key in open_ if key[0] == step.fid and key[1] not in current]:
             del open_[key]

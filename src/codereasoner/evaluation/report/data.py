@@ -11,47 +11,46 @@ import json
 import re
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codereasoner.evaluation.families import load_report
+from codereasoner.evaluation.reports import (
+    ACCURACY_CONSISTENCY,
+    CORE_METRICS,
+    FRACTION,
+    INVARIANCE_TRANSPARENCY,
+    PASS_AT_K,
+    PERCENT,
+    REVAL_METRICS,
+    Breakdown,
+    Metric,
+    pass_keys,
+)
 from codereasoner.evaluation.store import connect, store_path
 from codereasoner.models.base import Sampling
 
-PASSK = "passk"
-CORE = "core"
-REVAL = "reval"
+PASSK = PASS_AT_K
+CORE = INVARIANCE_TRANSPARENCY
+REVAL = ACCURACY_CONSISTENCY
 OTHER = "other"
-PERCENT = "%"
-FRACTION = "fraction"
-CORE_METRICS = ("I", "Is", "W", "Ws", "RCS", "Cons_paper", "Cons_text")
-REVAL_METRICS = (  # (label, report key, inner key, unit)
-    ("coverage acc", "coverage", "acc", FRACTION),
-    ("coverage F1", "coverage", "f1", FRACTION),
-    ("state acc", "state", None, FRACTION),
-    ("path acc", "path", None, FRACTION),
-    ("output acc", "output", None, FRACTION),
-    ("average acc", "avg_acc", None, FRACTION),
-    ("consistency (IC)", "consistency", None, PERCENT),
-)
+__all__ = [
+    "CORE",
+    "CORE_METRICS",
+    "FRACTION",
+    "PASSK",
+    "PERCENT",
+    "REVAL",
+    "REVAL_METRICS",
+    "Breakdown",
+    "Metric",
+    "pass_keys",
+]
 
 
 class ReportDataError(ValueError):
     """A run store that cannot be read; the message is one line naming the file and the fault."""
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One headline number; higher is better for every metric a report shows."""
-
-    name: str
-    value: float | None
-    unit: str = PERCENT
-
-    def text(self) -> str:
-        if self.value is None:
-            return "-"
-        return f"{self.value:.2f}" if self.unit == PERCENT else f"{self.value:.4f}"
 
 
 @dataclass(frozen=True)
@@ -69,18 +68,6 @@ class Failure:
     reason: str
     detail: str
     skipped: bool
-
-
-@dataclass(frozen=True)
-class Breakdown:
-    """A per-category table: ``rows[category][column]``; ``counts`` is the size column."""
-
-    title: str
-    note: str
-    columns: tuple[str, ...]
-    unit: str
-    rows: dict[str, dict[str, float | None]]
-    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -183,14 +170,26 @@ def _read(connection: sqlite3.Connection, path: Path, where: Path, examples: int
         key = exact if isinstance(exact, str) else sampling
         counts, failures = _failures(connection, name, model, key, samples, examples)
         try:
-            kind, metrics, breakdowns = _summarise(report)
+            kind, metrics, breakdowns = _summarise(name, report)
         except (KeyError, TypeError, ValueError) as exc:
-            raise ReportDataError(f"{where}: results.report of {name!r}: unexpected shape "
-                                  f"({type(exc).__name__}: {exc})") from None  # fmt: skip
-        benchmarks[name] = BenchmarkResult(name, kind, report, metrics, breakdowns, failures,
-                                           counts, scored.get(name, 0))  # fmt: skip
-    return Run(path, str(run_id), str(model), str(status), str(message), float(created),
-               float(updated), config, benchmarks)  # fmt: skip
+            raise ReportDataError(
+                f"{where}: results.report of {name!r}: unexpected shape "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        benchmarks[name] = BenchmarkResult(
+            name, kind, report, metrics, breakdowns, failures, counts, scored.get(name, 0)
+        )
+    return Run(
+        path,
+        str(run_id),
+        str(model),
+        str(status),
+        str(message),
+        float(created),
+        float(updated),
+        config,
+        benchmarks,
+    )
 
 
 def _json(text: str, what: str) -> Any:
@@ -227,8 +226,9 @@ ORDER BY sampling != ?, sampling LIMIT 1
 
 def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key reading digit runs as numbers ('sample_2' before 'sample_10')."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part)
-                 for part in re.split(r"(\d+)", text) if part)  # fmt: skip
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part
+    )
 
 
 def _failures(
@@ -261,104 +261,40 @@ def _failures(
                 _COMPLETION, (model, prompt_hash, sample, sampling or "")
             ).fetchone()
             completion = found[0] if found else None
-        chosen.append(Failure(str(item_id), int(sample), category, task or "", prompt, completion,
-                              answer, truth or "", str(reason), str(detail), bool(skipped)))  # fmt: skip
+        chosen.append(
+            Failure(
+                str(item_id),
+                int(sample),
+                category,
+                task or "",
+                prompt,
+                completion,
+                answer,
+                truth or "",
+                str(reason),
+                str(detail),
+                bool(skipped),
+            )
+        )
     return counts, {name: tuple(rows) for name, rows in kept.items()}
 
 
-def _summarise(report: dict[str, Any]) -> tuple[str, tuple[Metric, ...], tuple[Breakdown, ...]]:
-    """The kind of report, its headline metrics and its per-category tables."""
-    if "variants" in report:
-        return CORE, _core_metrics(report), _core_breakdowns(report)
-    if report.get("benchmark") == "reval" or "avg_acc" in report:
-        return REVAL, _reval_metrics(report), _reval_breakdowns(report)
-    ks = pass_keys(report)
-    if ks:
-        metrics = [Metric(key, _number(report[key])) for key in ks]
-        strict = report.get("strict")
-        if isinstance(strict, dict):
-            metrics += [Metric(f"strict {key}", _number(strict.get(key))) for key in ks]
-        return PASSK, tuple(metrics), _passk_breakdowns(report, ks)
-    return OTHER, (), ()
-
-
-def pass_keys(report: dict[str, Any]) -> list[str]:
-    """``pass@k`` keys of a report, by k."""
-    keys = [key for key in report if key.startswith("pass@") and key[5:].isdigit()]
-    return sorted(keys, key=lambda key: int(key[5:]))
-
-
-def _number(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"expected a number, got {value!r}")
-    return float(value)
-
-
-def _passk_breakdowns(report: dict[str, Any], ks: list[str]) -> tuple[Breakdown, ...]:
-    breakdown = report.get("breakdown")
-    if not isinstance(breakdown, dict) or not breakdown.get("rows"):
-        return ()
-    rows = {str(name): {key: _number(row.get(key)) for key in ks}
-            for name, row in breakdown["rows"].items()}  # fmt: skip
-    counts = {str(name): int(row.get("items", 0)) for name, row in breakdown["rows"].items()}
-    title = f"by {breakdown.get('by', 'category')}"
-    return (Breakdown(title, str(breakdown.get("note", "")), tuple(ks), PERCENT, rows, counts),)
-
-
-def _core_metrics(report: dict[str, Any]) -> tuple[Metric, ...]:
-    mean = report["variants"]["project"]["mean"]
-    return tuple(
-        Metric(name, _number(mean.get(name)), FRACTION if name.startswith("Cons") else PERCENT)
-        for name in CORE_METRICS
-    )
-
-
-def _core_breakdowns(report: dict[str, Any]) -> tuple[Breakdown, ...]:
-    mean = report["variants"]["project"]["mean"]
-    tables = []
-    for key, title, column, size in (("dimensions", "Ws by probe dimension", "Ws", "probes"),
-                                     ("families", "Is by code family", "Is", "implementations")):  # fmt: skip
-        table = mean.get(key) or {}
-        rows = {str(name): {column: _number(row.get(column))} for name, row in table.items()}
-        counts = {str(name): int(row.get(size, 0)) for name, row in table.items()}
-        tables.append(Breakdown(title, f"project grading; size column: {size}", (column,),
-                                PERCENT, rows, counts))  # fmt: skip
-    return tuple(table for table in tables if table.rows)
-
-
-def reval_value(part: dict[str, Any], key: str, inner: str | None) -> float | None:
-    """One REval metric from a report (or a ``by_source`` part); None where absent."""
-    value = part.get(key)
-    if isinstance(value, dict):
-        value = value.get(inner) if inner else None
-    return _number(value)
-
-
-def _reval_metrics(report: dict[str, Any]) -> tuple[Metric, ...]:
-    return tuple(Metric(label, reval_value(report, key, inner), unit)
-                 for label, key, inner, unit in REVAL_METRICS)  # fmt: skip
-
-
-def _reval_breakdowns(report: dict[str, Any]) -> tuple[Breakdown, ...]:
-    by_source = report.get("by_source") or {}
-    labels = tuple(label for label, _, _, unit in REVAL_METRICS if unit == FRACTION)
-    rows = {
-        str(source): {label: reval_value(part, key, inner)
-                      for label, key, inner, unit in REVAL_METRICS if unit == FRACTION}
-        for source, part in by_source.items() if isinstance(part, dict) and part
-    }  # fmt: skip
-    if not rows:
-        return ()
-    return (Breakdown("by source", "accuracies as fractions", labels, FRACTION, rows),)
+def _summarise(
+    name: str, report: dict[str, Any]
+) -> tuple[str, tuple[Metric, ...], tuple[Breakdown, ...]]:
+    """The report's family, its headline metrics and its per-category tables."""
+    typed = load_report(name, report)
+    if typed is None:
+        return OTHER, (), ()
+    return typed.kind, typed.metrics(), typed.breakdowns()
 
 
 def run_labels(runs: Sequence[Run]) -> list[str]:
     """A short, unique label per run: the model, with the run's folder where models repeat."""
     models = [run.model for run in runs]
-    labels = [run.model if models.count(run.model) == 1 else f"{run.model} ({run.folder})"
-              for run in runs]  # fmt: skip
+    labels = [
+        run.model if models.count(run.model) == 1 else f"{run.model} ({run.folder})" for run in runs
+    ]
     seen: dict[str, int] = {}
     unique = []
     for label in labels:

@@ -77,13 +77,18 @@ def render(runs: Sequence[Run]) -> str:
         _runs_section(runs, labels),
         _scores_section(runs, labels, names, anchors),
     ]
-    parts += [_benchmark_section(runs, labels, name, index, anchors)
-              for index, name in enumerate(names)]  # fmt: skip
+    parts += [
+        _benchmark_section(runs, labels, name, index, anchors) for index, name in enumerate(names)
+    ]
     parts.append(_failures_section(runs, labels, names))
     parts.append("</body></html>\n")
     numbers = itertools.count(1)
-    return re.sub(r"<svg\b.*?</svg>", lambda found: plots.scope_ids(found.group(0),
-                  f"plot{next(numbers)}"), "\n".join(parts), flags=re.S)  # fmt: skip
+    return re.sub(
+        r"<svg\b.*?</svg>",
+        lambda found: plots.scope_ids(found.group(0), f"plot{next(numbers)}"),
+        "\n".join(parts),
+        flags=re.S,
+    )
 
 
 def write_report(runs: Sequence[Run], out: Path) -> Path:
@@ -144,8 +149,9 @@ def _time(seconds: float) -> str:
 def _runs_section(runs: Sequence[Run], labels: Sequence[str]) -> str:
     rows = []
     for label, run in zip(labels, runs, strict=True):
-        status = escape(run.status) + (f' <span class="bad">{escape(run.message)}</span>'
-                                       if run.message else "")  # fmt: skip
+        status = escape(run.status) + (
+            f' <span class="bad">{escape(run.message)}</span>' if run.message else ""
+        )
         config = escape(json.dumps(run.config, indent=1, sort_keys=True))
         rows.append(
             f'<tr><td class="name">{escape(label)}</td><td class="name">{escape(run.model)}</td>'
@@ -155,8 +161,10 @@ def _runs_section(runs: Sequence[Run], labels: Sequence[str]) -> str:
             f'<td class="name"><details><summary>config</summary><pre>{config}</pre>'
             "</details></td></tr>"
         )
-    head = "".join(f'<th class="name">{name}</th>' for name in
-                   ("run", "model", "id", "status", "created", "updated", "store", "config"))  # fmt: skip
+    head = "".join(
+        f'<th class="name">{name}</th>'
+        for name in ("run", "model", "id", "status", "created", "updated", "store", "config")
+    )
     return (
         f'<section id="runs"><h2>Runs</h2><table><tr>{head}</tr>{"".join(rows)}</table></section>'
     )
@@ -185,26 +193,39 @@ def _scores_section(
     for name in names:
         metrics = metric_names(runs, name)
         for index, metric in enumerate(metrics):
-            found = [run.benchmarks[name].metric(metric) if name in run.benchmarks else None
-                     for run in runs]  # fmt: skip
+            found = [
+                run.benchmarks[name].metric(metric) if name in run.benchmarks else None
+                for run in runs
+            ]
             values = [m.value if m else None for m in found]
             unit = next((m.unit for m in found if m), "")
             best = best_values(values)
-            head = (f'<td class="name" rowspan="{len(metrics)}"><a href="#'
-                    f'{benchmark_anchor(names.index(name))}">{escape(name)}</a></td>'
-                    if index == 0 else "")  # fmt: skip
+            head = (
+                f'<td class="name" rowspan="{len(metrics)}"><a href="#'
+                f'{benchmark_anchor(names.index(name))}">{escape(name)}</a></td>'
+                if index == 0
+                else ""
+            )
             unit_text = "fraction" if unit == FRACTION else "percent"
-            cells = "".join(_cell(m.text() if m else "-", anchors.get((r, name, None)), r in best)
-                            for r, m in enumerate(found))  # fmt: skip
-            rows.append(f'<tr>{head}<td class="name">{escape(metric)} '
-                        f'<span class="muted">({unit_text})</span></td>{cells}</tr>')  # fmt: skip
+            cells = "".join(
+                _cell(m.text() if m else "-", anchors.get((r, name, None)), r in best)
+                for r, m in enumerate(found)
+            )
+            rows.append(
+                f'<tr>{head}<td class="name">{escape(metric)} '
+                f'<span class="muted">({unit_text})</span></td>{cells}</tr>'
+            )
         if not metrics:
             cells = "".join("<td>-</td>" for _ in runs)
-            rows.append(f'<tr><td class="name">{escape(name)}</td><td class="name muted">'
-                        f"no result stored yet</td>{cells}</tr>")  # fmt: skip
+            rows.append(
+                f'<tr><td class="name">{escape(name)}</td><td class="name muted">'
+                f"no result stored yet</td>{cells}</tr>"
+            )
     header = "".join(f"<th>{escape(label)}</th>" for label in labels)
-    table = (f'<table class="scores"><tr><th class="name">benchmark</th><th class="name">metric'
-             f"</th>{header}</tr>{''.join(rows)}</table>")  # fmt: skip
+    table = (
+        f'<table class="scores"><tr><th class="name">benchmark</th><th class="name">metric'
+        f"</th>{header}</tr>{''.join(rows)}</table>"
+    )
     return (
         '<section id="scores"><h2>Scores</h2>'
         + _figure(
@@ -225,13 +246,21 @@ def _benchmark_section(
     if PASSK in kinds:
         parts.append(_figure(plots.passk_plot(runs, labels, name), f"{name}: pass@k per run."))
     if CORE in kinds:
-        parts.append(_figure(plots.core_plot(runs, labels, name),
-                             "Invariance vs process transparency; on the dashed diagonal a model "
-                             "is as right about the process as about the result."))  # fmt: skip
+        parts.append(
+            _figure(
+                plots.core_plot(runs, labels, name),
+                "Invariance vs process transparency; on the dashed diagonal a model "
+                "is as right about the process as about the result.",
+            )
+        )
         parts.append(_core_variants(runs, labels, name))
     if REVAL in kinds:
-        parts.append(_figure(plots.reval_plot(runs, labels, name),
-                             f"{name}: accuracy per question kind (fractions)."))  # fmt: skip
+        parts.append(
+            _figure(
+                plots.reval_plot(runs, labels, name),
+                f"{name}: accuracy per question kind (fractions).",
+            )
+        )
     count = max((len(result.breakdowns) for result in results if result), default=0)
     for table_index in range(count):
         parts.append(_figure(plots.breakdown_plot(runs, labels, name, table_index), ""))
@@ -247,8 +276,9 @@ def _breakdown_table(
     tables: list[Breakdown | None] = []
     for run in runs:
         result = run.benchmarks.get(name)
-        tables.append(result.breakdowns[index]
-                      if result and len(result.breakdowns) > index else None)  # fmt: skip
+        tables.append(
+            result.breakdowns[index] if result and len(result.breakdowns) > index else None
+        )
     first = next(table for table in tables if table is not None)
     categories = sorted({category for table in tables if table for category in table.rows})
     head = "".join(f'<th colspan="{len(first.columns)}">{escape(label)}</th>' for label in labels)
@@ -266,17 +296,22 @@ def _breakdown_table(
         for r in range(len(runs)):
             for column_cells in cells:
                 _, value, is_best = column_cells[r]
-                text = "-" if value is None else (
-                    f"{value:.4f}" if first.unit == FRACTION else f"{value:.2f}")  # fmt: skip
+                text = (
+                    "-"
+                    if value is None
+                    else (f"{value:.4f}" if first.unit == FRACTION else f"{value:.2f}")
+                )
                 href = anchors.get((r, name, category)) or anchors.get((r, name, None))
                 row.append(_cell(text, href, is_best))
         size_cell = f"<td>{'' if size is None else size}</td>" if sized else ""
         rows.append(f'<tr><td class="name">{escape(category)}</td>{size_cell}{"".join(row)}</tr>')
     size_head = '<th rowspan="2">size</th>' if sized else ""
     note = f'<p class="muted">{escape(first.note)}</p>' if first.note else ""
-    return (f"<h3>{escape(first.title)}</h3>{note}<table><tr>"
-            f'<th class="name" rowspan="2">category</th>{size_head}{head}</tr><tr>{sub}</tr>'
-            f"{''.join(rows)}</table>")  # fmt: skip
+    return (
+        f"<h3>{escape(first.title)}</h3>{note}<table><tr>"
+        f'<th class="name" rowspan="2">category</th>{size_head}{head}</tr><tr>{sub}</tr>'
+        f"{''.join(rows)}</table>"
+    )
 
 
 def _core_variants(runs: Sequence[Run], labels: Sequence[str], name: str) -> str:
@@ -287,22 +322,33 @@ def _core_variants(runs: Sequence[Run], labels: Sequence[str], name: str) -> str
             values = []
             for run in runs:
                 result = run.benchmarks.get(name)
-                mean = (result.report.get("variants", {}).get(variant, {}).get("mean", {})
-                        if result and result.kind == CORE else {})  # fmt: skip
+                mean = (
+                    result.report.get("variants", {}).get(variant, {}).get("mean", {})
+                    if result and result.kind == CORE
+                    else {}
+                )
                 value = mean.get(metric)
                 values.append(float(value) if isinstance(value, int | float) else None)
             best = best_values(values)
-            cells = "".join(_cell("-" if v is None else (f"{v:.4f}" if metric.startswith("Cons")
-                                                         else f"{v:.2f}"), None, r in best)
-                            for r, v in enumerate(values))  # fmt: skip
-            rows.append(f'<tr><td class="name">{variant}</td><td class="name">{metric}</td>'
-                        f"{cells}</tr>")  # fmt: skip
+            cells = "".join(
+                _cell(
+                    "-" if v is None else (f"{v:.4f}" if metric.startswith("Cons") else f"{v:.2f}"),
+                    None,
+                    r in best,
+                )
+                for r, v in enumerate(values)
+            )
+            rows.append(
+                f'<tr><td class="name">{variant}</td><td class="name">{metric}</td>{cells}</tr>'
+            )
     header = "".join(f"<th>{escape(label)}</th>" for label in labels)
-    return ("<h3>Both gradings</h3><p class=\"muted\">project: strict literal comparison "
-            "(primary); ancestor: the original harness's comparison. I, Is, W, Ws, RCS in "
-            "percent; Cons as fractions.</p>"
-            f'<table><tr><th class="name">grading</th><th class="name">metric</th>{header}</tr>'
-            f"{''.join(rows)}</table>")  # fmt: skip
+    return (
+        '<h3>Both gradings</h3><p class="muted">project: strict literal comparison '
+        "(primary); ancestor: the original harness's comparison. I, Is, W, Ws, RCS in "
+        "percent; Cons as fractions.</p>"
+        f'<table><tr><th class="name">grading</th><th class="name">metric</th>{header}</tr>'
+        f"{''.join(rows)}</table>"
+    )
 
 
 def _reasons_table(runs: Sequence[Run], labels: Sequence[str], name: str) -> str:
@@ -337,25 +383,31 @@ def _reasons_table(runs: Sequence[Run], labels: Sequence[str], name: str) -> str
 
 
 def _failures_section(runs: Sequence[Run], labels: Sequence[str], names: Sequence[str]) -> str:
-    parts = ['<section id="failures"><h2>Example failures</h2>',
-             '<p class="muted">Per run, benchmark and category: the first failing samples (in '
-             "item order), with the prompt, the model's completion, the extracted answer, the "
-             "expected value and the verdict.</p>"]  # fmt: skip
+    parts = [
+        '<section id="failures"><h2>Example failures</h2>',
+        '<p class="muted">Per run, benchmark and category: the first failing samples (in '
+        "item order), with the prompt, the model's completion, the extracted answer, the "
+        "expected value and the verdict.</p>",
+    ]
     for r, (label, run) in enumerate(zip(labels, runs, strict=True)):
         for b, name in enumerate(names):
             result = run.benchmarks.get(name)
             if result is None:
                 continue
-            parts.append(f'<h3 id="{failures_anchor(r, b)}">{escape(label)} \u2014 '
-                         f"{escape(name)}: {result.total_failures} failing of "
-                         f"{result.scored_samples} scored samples</h3>")  # fmt: skip
+            parts.append(
+                f'<h3 id="{failures_anchor(r, b)}">{escape(label)} \u2014 '
+                f"{escape(name)}: {result.total_failures} failing of "
+                f"{result.scored_samples} scored samples</h3>"
+            )
             if not result.failures:
                 parts.append('<p class="muted">No failures stored.</p>')
             for c, category in enumerate(_categories(run, name)):
                 shown = result.failures[category]
-                parts.append(f'<h4 id="{failures_anchor(r, b, c)}">{escape(category)} '
-                             f'<span class="muted">({len(shown)} of '
-                             f"{result.failure_counts[category]} shown)</span></h4>")  # fmt: skip
+                parts.append(
+                    f'<h4 id="{failures_anchor(r, b, c)}">{escape(category)} '
+                    f'<span class="muted">({len(shown)} of '
+                    f"{result.failure_counts[category]} shown)</span></h4>"
+                )
                 parts += [_failure(failure, first=i == 0) for i, failure in enumerate(shown)]
     parts.append("</section>")
     return "\n".join(parts)

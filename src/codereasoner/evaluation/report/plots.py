@@ -12,10 +12,12 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.typing import RcKeyType
 
 from codereasoner.evaluation.report.data import (
     CORE,
@@ -29,7 +31,11 @@ from codereasoner.evaluation.report.data import (
     pass_keys,
 )
 
-RC = {"svg.hashsalt": "codereasoner-report", "svg.fonttype": "none", "font.size": 9}
+RC: dict[RcKeyType, Any] = {
+    "svg.hashsalt": "codereasoner-report",
+    "svg.fonttype": "none",
+    "font.size": 9,
+}
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
 
@@ -92,8 +98,13 @@ def _grouped_bars(
     for index, (label, values) in enumerate(series):
         positions = [g + (index - (len(series) - 1) / 2) * width for g in range(len(groups))]
         shown = [(p, v) for p, v in zip(positions, values, strict=True) if v is not None]
-        bars = axes.bar([p for p, _ in shown], [v for _, v in shown], width,
-                        label=safe_label(label), color=color(index))  # fmt: skip
+        bars = axes.bar(
+            [p for p, _ in shown],
+            [v for _, v in shown],
+            width,
+            label=safe_label(label),
+            color=color(index),
+        )
         axes.bar_label(bars, fmt=fmt, fontsize=7, padding=1)
     axes.set_xticks(range(len(groups)), [safe_label(group) for group in groups])
     axes.grid(axis="y", alpha=0.3)
@@ -103,10 +114,12 @@ def _grouped_bars(
 def scores_plot(runs: Sequence[Run], labels: Sequence[str]) -> str | None:
     """Every benchmark's headline number (percent), bars per run."""
     names = benchmark_names(runs)
-    groups, series = [], [(label, []) for label in labels]
+    groups: list[str] = []
+    series: list[tuple[str, list[float | None]]] = [(label, []) for label in labels]
     for name in names:
-        found = [headline(run.benchmarks[name]) if name in run.benchmarks else ("", None)
-                 for run in runs]  # fmt: skip
+        found = [
+            headline(run.benchmarks[name]) if name in run.benchmarks else ("", None) for run in runs
+        ]
         if all(value is None for _, value in found):
             continue
         metric = next(label for label, value in found if value is not None)
@@ -168,12 +181,20 @@ def breakdown_plot(
     axes = figure.add_subplot()
     height = 0.8 / len(runs)
     for position, (label, table) in enumerate(zip(labels, tables, strict=True)):
-        shown = [(c, table.rows[name].get(column)) for c, name in enumerate(categories)
-                 if table is not None and name in table.rows]  # fmt: skip
-        shown = [(c, value) for c, value in shown if value is not None]
+        shown = [
+            (c, table.rows[name].get(column))
+            for c, name in enumerate(categories)
+            if table is not None and name in table.rows
+        ]
+        present = [(c, value) for c, value in shown if value is not None]
         offset = (position - (len(runs) - 1) / 2) * height
-        axes.barh([c + offset for c, _ in shown], [value for _, value in shown], height,
-                  label=safe_label(label), color=color(position))  # fmt: skip
+        axes.barh(
+            [c + offset for c, _ in present],
+            [value for _, value in present],
+            height,
+            label=safe_label(label),
+            color=color(position),
+        )
     axes.set_yticks(range(len(categories)), [safe_label(name) for name in categories])
     axes.invert_yaxis()
     scale = "fraction" if first.unit == FRACTION else "percent"
@@ -201,10 +222,18 @@ def core_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> str
             continue
         values = {metric.name: metric.value for metric in result.metrics}
         for (x, y), marker in ((("W", "I"), "o"), (("Ws", "Is"), "s")):
-            if values.get(x) is None or values.get(y) is None:
+            across, up = values.get(x), values.get(y)
+            if across is None or up is None:
                 continue
-            axes.scatter(values[x], values[y], s=60, marker=marker, color=color(index),
-                         label=safe_label(f"{label}: {y} vs {x}"), zorder=3)  # fmt: skip
+            axes.scatter(
+                across,
+                up,
+                s=60,
+                marker=marker,
+                color=color(index),
+                label=safe_label(f"{label}: {y} vs {x}"),
+                zorder=3,
+            )
             plotted = True
     if not plotted:
         return None
@@ -225,8 +254,9 @@ def reval_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> st
     series = []
     for label, run in zip(labels, runs, strict=True):
         result = run.benchmarks.get(benchmark)
-        metrics = [result.metric(kind) if result and result.kind == REVAL else None
-                   for kind in kinds]  # fmt: skip
+        metrics = [
+            result.metric(kind) if result and result.kind == REVAL else None for kind in kinds
+        ]
         series.append((label, [metric.value if metric else None for metric in metrics]))
     if all(value is None for _, values in series for value in values):
         return None

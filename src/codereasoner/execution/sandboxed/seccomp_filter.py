@@ -90,15 +90,30 @@ _WRITE_FLAGS = (os.O_WRONLY, os.O_RDWR, os.O_TRUNC)
 # notification, and record locks (classic and open-file-description).
 F_SETFL, F_SETLK, F_SETLKW, F_SETOWN, F_SETSIG, F_SETOWN_EX = 4, 6, 7, 8, 10, 15
 F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_NOTIFY = 37, 38, 1024, 1026
-DENIED_FCNTL = (F_SETOWN, F_SETSIG, F_SETOWN_EX, F_SETLEASE, F_NOTIFY, F_SETLK, F_SETLKW,
-                F_OFD_SETLK, F_OFD_SETLKW)  # fmt: skip
+DENIED_FCNTL = (
+    F_SETOWN,
+    F_SETSIG,
+    F_SETOWN_EX,
+    F_SETLEASE,
+    F_NOTIFY,
+    F_SETLK,
+    F_SETLKW,
+    F_OFD_SETLK,
+    F_OFD_SETLKW,
+)
 O_ASYNC = 0o20000
 # ioctl requests: async I/O on, owner of SIGIO/SIGURG (file and socket forms), a terminal's
 # foreground group, taking a controlling terminal, faking terminal input.
 DENIED_IOCTL = (0x5452, 0x8901, 0x8902, 0x5410, 0x540E, 0x5412)
 # Syscalls whose first argument is a pid; only 0 (the caller) is allowed.
-SELF_ONLY = ("sched_setscheduler", "sched_setparam", "sched_setaffinity", "sched_setattr",
-             "migrate_pages", "move_pages")  # fmt: skip
+SELF_ONLY = (
+    "sched_setscheduler",
+    "sched_setparam",
+    "sched_setaffinity",
+    "sched_setattr",
+    "migrate_pages",
+    "move_pages",
+)
 _PRIO_PROCESS = 0
 _IOPRIO_WHO_PROCESS = 1
 
@@ -122,9 +137,12 @@ class SeccompFilter:
         lib.seccomp_init.restype = ctypes.c_void_p
         lib.seccomp_init.argtypes = (ctypes.c_uint32,)
         lib.seccomp_rule_add_array.argtypes = (
-            ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
+            ctypes.c_void_p,
+            ctypes.c_uint32,
+            ctypes.c_int,
+            ctypes.c_uint,
             ctypes.POINTER(_ArgCmp),
-        )  # fmt: skip
+        )
         lib.seccomp_syscall_resolve_name.argtypes = (ctypes.c_char_p,)
         lib.seccomp_load.argtypes = (ctypes.c_void_p,)
         self._ctx = lib.seccomp_init(_ACT_ALLOW)
@@ -143,8 +161,12 @@ class SeccompFilter:
         self._deny("openat2", _act_errno(errno.ENOSYS))
         for command in DENIED_FCNTL:
             self._deny("fcntl", eperm, (1, _CMP_MASKED_EQ, _LOW32, command))
-        self._deny("fcntl", eperm, (1, _CMP_MASKED_EQ, _LOW32, F_SETFL),
-                   (2, _CMP_MASKED_EQ, O_ASYNC, O_ASYNC))  # fmt: skip
+        self._deny(
+            "fcntl",
+            eperm,
+            (1, _CMP_MASKED_EQ, _LOW32, F_SETFL),
+            (2, _CMP_MASKED_EQ, O_ASYNC, O_ASYNC),
+        )
         for request in DENIED_IOCTL:
             self._deny("ioctl", eperm, (1, _CMP_MASKED_EQ, _LOW32, request))
         for name in SELF_ONLY:
@@ -158,7 +180,7 @@ class SeccompFilter:
         number = self._lib.seccomp_syscall_resolve_name(name.encode())
         if number < 0:  # not a syscall on this architecture (or a multiplexed pseudo-call)
             return
-        cmps = (_ArgCmp * max(1, len(comparisons)))(*comparisons)
+        cmps = (_ArgCmp * max(1, len(comparisons)))(*(_ArgCmp(*cmp) for cmp in comparisons))
         rc = self._lib.seccomp_rule_add_array(self._ctx, action, number, len(comparisons), cmps)
         if rc < 0:
             raise SeccompUnavailable(f"cannot add a seccomp rule for {name}: errno {-rc}")

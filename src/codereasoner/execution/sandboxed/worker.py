@@ -51,8 +51,12 @@ import select
 import signal
 import socket
 import time
+from typing import TYPE_CHECKING, cast
 
-import values
+if TYPE_CHECKING:  # the sandbox imports the same file as the flat module `values`
+    from codereasoner import values
+else:
+    import values
 
 CHILD_STATUSES = ("ok", "error", "memory", "output_limit")
 _TICK_S = 0.05
@@ -71,12 +75,29 @@ _SETUP_TIMEOUT_S = 4.0
 # (children cannot send any, and the kernel cannot be asked to on their behalf; this is a second
 # line). Children get the previous dispositions back.
 _STRAY_SIGNALS = tuple(
-    getattr(signal, name) for name in (
-        "SIGINT", "SIGQUIT", "SIGHUP", "SIGTERM", "SIGIO", "SIGURG", "SIGUSR1", "SIGUSR2",
-        "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGPWR", "SIGXCPU", "SIGXFSZ", "SIGTSTP", "SIGTTIN",
-        "SIGTTOU", "SIGPIPE",
-    ) if hasattr(signal, name)
-)  # fmt: skip
+    getattr(signal, name)
+    for name in (
+        "SIGINT",
+        "SIGQUIT",
+        "SIGHUP",
+        "SIGTERM",
+        "SIGIO",
+        "SIGURG",
+        "SIGUSR1",
+        "SIGUSR2",
+        "SIGALRM",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGPWR",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGPIPE",
+    )
+    if hasattr(signal, name)
+)
 _MAX_RSS_KB = 1 << 40
 _MAX_CPU_MS = 1e12
 
@@ -252,24 +273,36 @@ class _Child:
 
     def _overflow(self) -> None:
         # Raising would let the program catch it; report and end this child instead.
-        self.send({"status": "output_limit", "exc_type": None,
-                   "exc_message": f"output exceeded {self.stdout_cap} characters"})  # fmt: skip
+        self.send(
+            {
+                "status": "output_limit",
+                "exc_type": None,
+                "exc_message": f"output exceeded {self.stdout_cap} characters",
+            }
+        )
         os._exit(_EXIT_RESTART)
 
     def run(self) -> None:
         job = self.job
         try:
             # The preamble and epilogue run in the program's namespace but are not traced.
-            codes = [compile(job.get(part) or "", filename, "exec")
-                     for part, filename in _PARTS.items()]  # fmt: skip
+            codes = [
+                compile(job.get(part) or "", filename, "exec") for part, filename in _PARTS.items()
+            ]
         except BaseException as exc:
             for index in range(self.start, len(job["calls"])):
                 self.index = index
-                self.send({"status": "error", "exc_type": values.type_name(exc),
-                           "exc_message": _safe_str(exc, self.message_cap)})  # fmt: skip
+                self.send(
+                    {
+                        "status": "error",
+                        "exc_type": values.type_name(exc),
+                        "exc_message": _safe_str(exc, self.message_cap),
+                    }
+                )
             return
         guard = _StateGuard()
-        sys.stdin = sys.__stdin__ = _EmptyStdin()
+        # sys.__stdin__ too, on purpose, although the stubs declare it Final (a TextIOWrapper).
+        sys.stdin = sys.__stdin__ = _EmptyStdin()  # type: ignore[misc, assignment]
         guard.restore()
         for index in range(self.start, len(job["calls"])):
             self.index = index
@@ -301,7 +334,11 @@ class _Child:
                 result["exc_message"] = f"{call['entry']}: {result['exc_message']}"
             return result
         try:
-            args, kwargs = values.parse(call["args"]), values.parse(call["kwargs"])
+            # The parent renders them from a tuple and a dict (Call.wire).
+            args, kwargs = (
+                cast("tuple", values.parse(call["args"])),
+                cast("dict[str, object]", values.parse(call["kwargs"])),
+            )
         except BaseException as exc:
             return self._error(exc)
         options = self.job.get("trace")
@@ -311,7 +348,10 @@ class _Child:
             except BaseException as exc:
                 return self._error(exc)
             return self._render(value)
-        import tracer
+        if TYPE_CHECKING:
+            from codereasoner.execution.sandboxed import tracer
+        else:
+            import tracer
 
         options = dict(options)
         on_overflow = None if options.pop("finish_untraced", False) else self._trace_overflow
@@ -327,18 +367,31 @@ class _Child:
 
     def _trace_overflow(self, trace: dict) -> None:
         # The program could catch an exception raised to stop it, so the child ends here.
-        self.send({"status": "output_limit", "exc_type": None, "trace": trace,
-                   "exc_message": f"trace stopped early ({trace['partial_reason']})"})  # fmt: skip
+        self.send(
+            {
+                "status": "output_limit",
+                "exc_type": None,
+                "trace": trace,
+                "exc_message": f"trace stopped early ({trace['partial_reason']})",
+            }
+        )
         os._exit(_EXIT_RESTART)
 
     def _error(self, exc: BaseException) -> dict:
         status = "memory" if isinstance(exc, MemoryError) else "error"
-        return {"status": status, "exc_type": values.type_name(exc),
-                "exc_message": _safe_str(exc, self.message_cap)}  # fmt: skip
+        return {
+            "status": status,
+            "exc_type": values.type_name(exc),
+            "exc_message": _safe_str(exc, self.message_cap),
+        }
 
     def _render(self, value) -> dict:
-        result = {"status": "ok", "type": values.type_name(value), "exc_type": None,
-                  "exc_message": None}  # fmt: skip
+        result: dict[str, object] = {
+            "status": "ok",
+            "type": values.type_name(value),
+            "exc_type": None,
+            "exc_message": None,
+        }
         try:
             result["value"] = values.render(value, max_chars=self.value_cap)
             result["literal"] = True
@@ -346,11 +399,20 @@ class _Child:
             result["value"] = f"<{result['type']} object>"
             result["literal"] = False
         except values.RenderLimitExceeded as exc:
-            result.update(status="output_limit", value=None, literal=False,
-                          exc_message=f"return value: {_safe_str(exc, self.message_cap)}")  # fmt: skip
+            result.update(
+                status="output_limit",
+                value=None,
+                literal=False,
+                exc_message=f"return value: {_safe_str(exc, self.message_cap)}",
+            )
         except MemoryError:
-            result.update(status="memory", value=None, literal=False,
-                          exc_type="MemoryError", exc_message="while rendering the return value")  # fmt: skip
+            result.update(
+                status="memory",
+                value=None,
+                literal=False,
+                exc_type="MemoryError",
+                exc_message="while rendering the return value",
+            )
         return result
 
 
@@ -362,7 +424,10 @@ class Worker:
         self.seccomp_error = None
         if config.get("seccomp", True):
             try:
-                import seccomp_filter
+                if TYPE_CHECKING:
+                    from codereasoner.execution.sandboxed import seccomp_filter
+                else:
+                    import seccomp_filter
 
                 self.filter = seccomp_filter.SeccompFilter()
             except Exception as exc:  # reported to the parent, which decides whether to refuse
@@ -489,11 +554,12 @@ class Worker:
         timeout_s = float(limits["timeout_s"])
         wall_timeout_s = float(limits["wall_timeout_s"])
         try:
-            pid, job_fd, read_fd = self.template.fork()
+            pid, child_fd, read_fd = self.template.fork()
         except _TemplateError as exc:
             return [_sandbox_error(f"cannot start a sandboxed child: {exc}")]
         pending = memoryview(b"%d %d\n" % (start, len(line)) + line)
-        os.set_blocking(job_fd, False)
+        os.set_blocking(child_fd, False)
+        job_fd: int | None = child_fd  # None once the whole job is written
         results: list[dict] = []
         buffer = b""
         ready = False
@@ -516,9 +582,10 @@ class Worker:
                         failure = _timeout(f"wall-clock limit of {wall_timeout_s:g} s exceeded")
                         break
                 writers = [job_fd] if job_fd is not None else []
-                readable, writable, _ = select.select([read_fd], writers, [],
-                                                      min(wall_left, _TICK_S))  # fmt: skip
-                if writable:
+                readable, writable, _ = select.select(
+                    [read_fd], writers, [], min(wall_left, _TICK_S)
+                )
+                if writable and job_fd is not None:
                     try:
                         written = os.write(job_fd, pending)
                     except BlockingIOError:
@@ -581,8 +648,9 @@ class Worker:
         if failure is None and start + len(results) < total and not restart:
             failure = _classify_exit(wait_status)
             if not ready:  # died before any program code ran
-                failure = _sandbox_error(f"sandboxed child ended during set-up: "
-                                         f"{failure['exc_message']}")  # fmt: skip
+                failure = _sandbox_error(
+                    f"sandboxed child ended during set-up: {failure['exc_message']}"
+                )
         if failure is not None and start + len(results) < total:
             failure["wall_ms"] = round((time.monotonic() - item_started) * 1000, 3)
             failure["max_rss_kb"] = usage[0]
@@ -747,9 +815,17 @@ def _kill_group(pid: int) -> None:
 
 
 def _failure(status: str, exc_type: str | None, message: str) -> dict:
-    return {"status": status, "type": None, "value": None, "literal": False,
-            "exc_type": exc_type, "exc_message": message, "stdout": "", "stderr": "",
-            "stdout_truncated": False}  # fmt: skip
+    return {
+        "status": status,
+        "type": None,
+        "value": None,
+        "literal": False,
+        "exc_type": exc_type,
+        "exc_message": message,
+        "stdout": "",
+        "stderr": "",
+        "stdout_truncated": False,
+    }
 
 
 def _timeout(message: str) -> dict:
@@ -776,10 +852,17 @@ def _classify_exit(wait_status: int) -> dict:
 
 
 _RESULT_FIELDS = {
-    "value": (str, type(None)), "type": (str, type(None)), "literal": (bool,),
-    "exc_type": (str, type(None)), "exc_message": (str, type(None)), "stdout": (str,),
-    "stderr": (str,), "stdout_truncated": (bool,), "max_rss_kb": (int,), "trace": (dict,),
-}  # fmt: skip
+    "value": (str, type(None)),
+    "type": (str, type(None)),
+    "literal": (bool,),
+    "exc_type": (str, type(None)),
+    "exc_message": (str, type(None)),
+    "stdout": (str,),
+    "stderr": (str,),
+    "stdout_truncated": (bool,),
+    "max_rss_kb": (int,),
+    "trace": (dict,),
+}
 
 
 # The deepest nesting a real result has (a trace step's fields) is far below this; a deeper
@@ -816,8 +899,9 @@ def _sanitize(line: bytes, expected_index: int) -> dict | None:
     cpu_total = raw.get("cpu_total_ms", 0.0)
     if type(cpu_total) not in (int, float) or not 0 <= cpu_total <= _MAX_CPU_MS:
         return None
-    if "max_rss_kb" in raw and not (type(raw["max_rss_kb"]) is int
-                                    and 0 <= raw["max_rss_kb"] <= _MAX_RSS_KB):  # fmt: skip
+    if "max_rss_kb" in raw and not (
+        type(raw["max_rss_kb"]) is int and 0 <= raw["max_rss_kb"] <= _MAX_RSS_KB
+    ):
         return None
     clean = {"status": status, "cpu_total_ms": float(cpu_total)}
     for key, kinds in _RESULT_FIELDS.items():

@@ -24,11 +24,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codereasoner.execution import CallSyntaxError, parse_call
 from codereasoner.models.base import Backend, Completion, Request, Sampling
 from codereasoner.synth.case import Candidate, Constraints, Drop
+
+if TYPE_CHECKING:
+    from codereasoner.synth.generators import GeneratorSettings
 
 PROMPT_ID = "synth-teacher-v1"
 PARSE = "parse"
@@ -174,7 +177,7 @@ def _argument_text(call_text: str) -> str:
     """The text between the call's parentheses, cut with the AST's (UTF-8 byte) offsets."""
     node = ast.parse(call_text, mode="eval").body
     assert isinstance(node, ast.Call)
-    arguments = [*node.args, *node.keywords]
+    arguments: list[ast.expr | ast.keyword] = [*node.args, *node.keywords]
     if not arguments:
         return ""
     lines = call_text.encode("utf-8").splitlines(keepends=True)
@@ -182,8 +185,9 @@ def _argument_text(call_text: str) -> str:
     for line in lines:
         starts.append(starts[-1] + len(line))
     first, last = arguments[0], arguments[-1]
+    assert last.end_lineno is not None and last.end_col_offset is not None  # set by ast.parse
     begin = starts[first.lineno - 1] + first.col_offset
-    end = starts[last.end_lineno - 1] + last.end_col_offset  # type: ignore[operator]
+    end = starts[last.end_lineno - 1] + last.end_col_offset
     return call_text.encode("utf-8")[begin:end].decode("utf-8").strip()
 
 
@@ -320,5 +324,24 @@ class LLMSource:
         lines, self._new = self._new, []
         return lines
 
+    def preflight(self) -> None:
+        """Check that the teacher answers (an unreachable one is one error, not n drops)."""
+        self.backend.preflight()
+
     def close(self) -> None:
         self.backend.close()
+
+
+def build_source(settings: GeneratorSettings) -> LLMSource:
+    """The llm generator's candidate source (the registry's entry point): option ``model`` is
+    a model spec (``openai:NAME@URL``, see :func:`codereasoner.models.load_backend`) or a
+    backend built by the caller; replies are logged to ``generations.jsonl`` in the run's
+    folder."""
+    model = settings.options["model"]
+    if isinstance(model, str):
+        from codereasoner.models import load_backend
+
+        backend: Backend = load_backend(model)
+    else:
+        backend = model
+    return LLMSource(backend, settings.seed, settings.out / "generations.jsonl")

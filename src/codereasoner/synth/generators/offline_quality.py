@@ -32,8 +32,9 @@ from codereasoner.synth.generators.offline import OfflineGenerator
 from codereasoner.trace import ExecutionTrace
 
 MAX_OUTPUT_CHARS = 50
-TRIVIAL = frozenset({"[]", "()", "{}", "''", "b''", "0", "0.0", "False", "None", "set()",
-                     "frozenset()"})  # fmt: skip
+TRIVIAL = frozenset(
+    {"[]", "()", "{}", "''", "b''", "0", "0.0", "False", "None", "set()", "frozenset()"}
+)
 
 
 def outcome(result: ExecResult, max_chars: int = MAX_OUTPUT_CHARS) -> str:
@@ -50,8 +51,10 @@ def run_candidates(
 ) -> list[ExecResult]:
     """Run each candidate's call once in the pool, in order (traced when ``trace``)."""
     options = TraceOptions(max_steps=5000) if trace else None
-    batches = [Batch(Program(c.code, c.entry_point), [parse_call(c.call)], None, options)
-               for c in candidates]  # fmt: skip
+    batches = [
+        Batch(Program(c.code, c.entry_point), [parse_call(c.call)], None, options)
+        for c in candidates
+    ]
     return [results[0] for results in pool.map(batches)]
 
 
@@ -89,18 +92,23 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "n": self.n, "candidates_per_second": round(self.per_second),
-            "ok_share": round(self.ok_share, 4), "unique_share": round(self.unique, 4),
-            "covered_methods": self.covered, "catalog_size": self.catalog_size,
-            "constraint_violations": self.violating, "outcomes": dict(self.outcomes.most_common()),
+            "n": self.n,
+            "candidates_per_second": round(self.per_second),
+            "ok_share": round(self.ok_share, 4),
+            "unique_share": round(self.unique, 4),
+            "covered_methods": self.covered,
+            "catalog_size": self.catalog_size,
+            "constraint_violations": self.violating,
+            "outcomes": dict(self.outcomes.most_common()),
             "trivial_output_share": round(self.trivial / max(1, self.n), 4),
             "trace_steps": _quantiles(self.steps),
             "line_coverage": _quantiles(self.line_coverage),
-            "depth": dict(sorted(self.depths.items())), "lines": dict(sorted(self.lines.items())),
+            "depth": dict(sorted(self.depths.items())),
+            "lines": dict(sorted(self.lines.items())),
             "top_methods": dict(self.methods.most_common(15)),
             "least_methods": dict(sorted(self.methods.items(), key=lambda kv: kv[1])[:10]),
             "most_failing_methods": dict(self.failing_methods.most_common(15)),
-        }  # fmt: skip
+        }
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float]:
@@ -138,13 +146,21 @@ def measure(pool: Pool | None, n: int, seed: int = 0, start: int = 0) -> Report:
                 coverage.append(len(trace.coverage() - {1}) / max(1, body))
     violating = sum(1 for c in candidates if violations(c.code, c.constraints, c.method))
     return Report(
-        n=n, per_second=per_second, outcomes=outcomes, unique=unique_share(candidates),
-        covered=len({c.method for c in candidates}), catalog_size=len(catalog()),
-        violating=violating, methods=Counter(c.method for c in candidates),
+        n=n,
+        per_second=per_second,
+        outcomes=outcomes,
+        unique=unique_share(candidates),
+        covered=len({c.method for c in candidates}),
+        catalog_size=len(catalog()),
+        violating=violating,
+        methods=Counter(c.method for c in candidates),
         depths=Counter(c.constraints.depth for c in candidates),
-        lines=Counter(c.code.count("\n") + 1 for c in candidates), failing_methods=failing,
-        trivial=trivial, steps=steps, line_coverage=coverage,
-    )  # fmt: skip
+        lines=Counter(c.code.count("\n") + 1 for c in candidates),
+        failing_methods=failing,
+        trivial=trivial,
+        steps=steps,
+        line_coverage=coverage,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

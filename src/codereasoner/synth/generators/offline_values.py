@@ -12,54 +12,21 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-WORDS = ("cat", "dog", "sun", "tree", "blue", "red", "map", "code", "line", "box", "ink", "jam",
-         "kit", "owl", "pen", "zip", "fox", "ant", "bee", "hat", "lamp", "moon", "star", "rain",
-         "leaf", "note", "path", "rock", "sand", "wave", "yak", "gem", "oak", "elm", "fig", "cup",
-         "bolt", "nest", "iron", "data", "node", "ok", "hi", "go", "to", "up", "tea")  # fmt: skip
-LETTERS = "abcdefghijklmnopqrstuvwxyz"
-SEPARATORS = (",", " ", "-", "|", ":", ", ", ".", "/", ";", "_")
-PAD_CHARS = " *-_.x#"
-CLASS_SAMPLES = ("123", "abc", "ABC", "a1b2", "Abc Def", "hello world", "  ", "", "x_1", "_tmp",
-                 "3rd", "Title", "MiXeD", "12.5", "-7", "tab\there", "new\nline", "caf\u00e9",
-                 "\u00bd", "\u00b2", "\u0663", "UPPER CASE", "lower", "a b", "if", "9lives", " ",
-                 "Hello World", "hello World", "007", "A1", "\u2167")  # fmt: skip
-ASCII_CLASS_SAMPLES = tuple(s for s in CLASS_SAMPLES if s.isascii())
-FORMATS = (("{}-{}", "ss"), ("{} has {}", "si"), ("{:>5}", "s"), ("{:03d}", "i"),
-           ("{0}{1}{0}", "ss"), ("<{}>", "s"), ("{}={}", "si"), ("{:.2f}", "f"), ("{:^7}", "s"),
-           ("[{}, {}]", "ii"), ("{:x}", "i"), ("{!r}", "s"), ("{}{}{}", "sis"), ("{1}:{0}", "si"),
-           ("{:<4}|", "s"), ("{:+d}", "i"), ("#{:02}", "i"), ("{} {}", "ss"))  # fmt: skip
-NAMED_FORMATS = (
-    ("{a}-{b}", "a b"),
-    ("{name}:{n}", "name n"),
-    ("{x}{y}{x}", "x y"),
-    ("<{tag}>", "tag"),
-    ("{k}={v}", "k v"),
-    ("{first} {last}", "first last"),
+from codereasoner import values
+from codereasoner.synth.generators.offline_samples import (
+    ASCII_CLASS_SAMPLES,
+    CLASS_SAMPLES,
+    ENCODINGS,
+    FILTER_FUNCS,
+    FORMATS,
+    LETTERS,
+    MAP_FUNCS,
+    NAMED_FORMATS,
+    PAD_CHARS,
+    SEPARATORS,
+    TYPE_SPECS,
+    WORDS,
 )
-MAP_FUNCS = (
-    "abs",
-    "str",
-    "bool",
-    "lambda x: x * 2",
-    "lambda x: x % 3",
-    "lambda v: -v",
-    "lambda n: n + 1",
-    "lambda x: x // 2",
-    "lambda x: x > 2",
-    "lambda y: y * y",
-)
-FILTER_FUNCS = (
-    "None",
-    "bool",
-    "lambda x: x > 2",
-    "lambda x: x % 2 == 0",
-    "lambda v: v < 5",
-    "lambda n: n % 3",
-    "lambda x: x != 1",
-)
-TYPE_SPECS = ("int", "str", "list", "(int, float)", "(list, tuple)", "bool", "dict", "float",
-              "tuple", "(str, bytes)")  # fmt: skip
-ENCODINGS = ("utf-8", "ascii", "latin-1")
 
 
 @dataclass(frozen=True)
@@ -67,6 +34,13 @@ class Code:
     """Argument text that is not a literal (a keyword, a function, a type); always inline."""
 
     text: str
+
+
+def literal(value: Any) -> str:
+    """The code of an argument or input: a literal, or a :class:`Code`'s text."""
+    if isinstance(value, Code):
+        return value.text
+    return values.render(value)
 
 
 def word(rng: random.Random, short: bool = False) -> str:
@@ -183,8 +157,20 @@ class Values:
         if kind == "char":
             return rng.choice(LETTERS + LETTERS.upper() + "0123456789 !?#")
         if kind == "any":
-            return rng.choice((rng.randint(-5, 9), word(rng, True), [1, 2], 2.5, (1, "a"), True,
-                               None, {"a": 1}, b"ab", 0.0))  # fmt: skip
+            return rng.choice(
+                (
+                    rng.randint(-5, 9),
+                    word(rng, True),
+                    [1, 2],
+                    2.5,
+                    (1, "a"),
+                    True,
+                    None,
+                    {"a": 1},
+                    b"ab",
+                    0.0,
+                )
+            )
         raise KeyError(f"unknown receiver kind {kind!r}")
 
     # -- arguments -------------------------------------------------------------------------
@@ -202,8 +188,12 @@ class Values:
         if kind == "delete":
             return [None, self._encode(self._sub(receiver, present=0.8))]
         value = self._arg(kind, receiver)
-        if isinstance(value, str) and kind not in ("encoding", "hex_text", "float_hex",
-                                                   "byteorder"):  # fmt: skip
+        if isinstance(value, str) and kind not in (
+            "encoding",
+            "hex_text",
+            "float_hex",
+            "byteorder",
+        ):
             value = self._encode(value)
         if kind in ("str_list", "suffixes") and self.binary and isinstance(value, list | tuple):
             value = type(value)(item.encode("latin-1") for item in value)
@@ -280,8 +270,11 @@ class Values:
             return self._old
         if kind == "new":
             # never containing the old text, so that repeated replacing cannot grow the string
-            options = [new for new in ("", "-", "_", "X", "zz", "o", "*", "ab")
-                       if not new or self._old not in new]  # fmt: skip
+            options = [
+                new
+                for new in ("", "-", "_", "X", "zz", "o", "*", "ab")
+                if not new or self._old not in new
+            ]
             return rng.choice(options)
         if kind == "count":
             return rng.choice((1, 1, 2, -1))
@@ -331,8 +324,8 @@ class Values:
             return rng.sample(("a", "b", "c", "x", "y", "id", "k"), rng.randint(2, 3))
         if kind == "other_set":
             pool = self._elements(receiver) + list(range(0, 10))
-            picked = set(rng.sample(pool, rng.randint(1, 3)))
-            return sorted(picked) if self.sets_as_lists else picked
+            chosen = set(rng.sample(pool, rng.randint(1, 3)))
+            return sorted(chosen) if self.sets_as_lists else chosen
         if kind == "length":
             return max(1, (receiver.bit_length() + 7) // 8) + rng.randint(0, 1)
         if kind == "byteorder":

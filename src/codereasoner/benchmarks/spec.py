@@ -1,0 +1,173 @@
+"""What a benchmark is: one keyword-declared record that every consumer reads.
+
+The runner, ``score``, ``report``, ``bench`` and the oracle read these fields and nothing else:
+no code outside the declarations tests a benchmark's name. See docs/architecture.md, "How to
+add a benchmark".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from codereasoner import tasks
+from codereasoner.benchmarks.cache import FileStatus, Source, locate, status
+from codereasoner.execution import Limits
+from codereasoner.tasks import OFFICIAL_LIMITS, Extraction, Item, template
+
+__all__ = ["Benchmark", "Clock", "Metrics", "Stops"]
+
+
+class Metrics(StrEnum):
+    """Metric families: how verdicts are obtained and added up (``evaluation/families.py``)."""
+
+    PASS_AT_K = "pass@k"  # CRUXEval, LiveCodeBench: verdicts under --grading, pass@k
+    ACCURACY_CONSISTENCY = "accuracy-consistency"  # REval: per question kind, IC
+    INVARIANCE_TRANSPARENCY = "invariance-transparency"  # CoRE: I, Is, W, Ws, RCS, Cons
+
+
+class Clock(StrEnum):
+    """What ``--timeout`` limits: wall-clock time (CRUXEval, LiveCodeBench) or CPU time (REval,
+    whose wall-clock limit is then ``2 * timeout + 1`` s)."""
+
+    WALL = "wall"
+    CPU = "cpu"
+
+
+@dataclass(frozen=True)
+class Stops:
+    """Upstream stop sequences: ``raw`` for plain completion prompts, ``chat`` for chat prompts
+    (None: the same as ``raw``), and per-style replacements that apply in both modes."""
+
+    raw: tuple[str, ...] = ()
+    chat: tuple[str, ...] | None = None
+    styles: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def get(self, style: str, chat: bool) -> tuple[str, ...]:
+        if style in self.styles:
+            return self.styles[style]
+        return self.raw if not chat or self.chat is None else self.chat
+
+
+@dataclass(frozen=True, kw_only=True)
+class Benchmark:
+    """One benchmark. ``tasks``: the task kinds (registry names, ``Item.task``) its items use;
+    ``metrics``: the metric family that grades and reports it (:class:`Metrics`)."""
+
+    name: str
+    title: str
+    description: str
+    tasks: tuple[str, ...]
+    dataset: str  # data folder name; shared by benchmarks reading the same files
+    sources: tuple[Source, ...]
+    parse: Callable[[Mapping[str, Path]], list[Item]]
+    license: str
+    upstream: str
+    counts: Mapping[str, int]  # what the full upstream data holds
+    breakdown: str  # the metadata key of per-category tables
+    breakdown_note: str
+    metric_note: str
+    metrics: Metrics = Metrics.PASS_AT_K
+    stops: Stops = Stops()
+    system: str | None = None  # template of the system message, sent in chat mode only
+    limits: Limits = OFFICIAL_LIMITS
+    clock: Clock = Clock.WALL
+    extraction: Extraction = Extraction.OFFICIAL  # the default
+    extractions: tuple[Extraction, ...] = tuple(Extraction)  # the allowed
+    # Metadata keys whose values ``--limit`` keeps together (empty: each item alone); items
+    # lacking a key are their own group.
+    group_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        where = f"benchmark {self.name!r}"
+        if not self.tasks:
+            raise ValueError(f"{where}: declares no task kinds")
+        try:
+            Metrics(self.metrics)
+        except ValueError:
+            known = ", ".join(family.value for family in Metrics)
+            raise ValueError(
+                f"{where}: metrics {self.metrics!r}; expected one of {known}"
+            ) from None
+        if self.extraction not in self.extractions:
+            raise ValueError(
+                f"{where}: default extraction {self.extraction.value!r} is not "
+                "among its allowed extractions"
+            )
+
+    # -- data -------------------------------------------------------------------------------
+
+    def folder(self, data_dir: Path) -> Path:
+        """The benchmark's own folder, given either it or the data root holding one folder per
+        dataset (``cruxeval/``, ``reval/``, ...)."""
+        data_dir = Path(data_dir)
+        nested = data_dir / self.dataset
+        return nested if nested.is_dir() else data_dir
+
+    def load(
+        self, data_dir: Path | None = None, *, download: bool = True, cache: Path | None = None
+    ) -> list[Item]:
+        """Items from ``data_dir`` (the data root or this benchmark's folder), else the cache."""
+        folder = None if data_dir is None else self.folder(data_dir)
+        paths = locate(self.dataset, self.sources, folder, download=download, cache=cache)
+        return self.parse(paths)
+
+    def cache_status(self, cache: Path | None = None) -> list[FileStatus]:
+        return status(self.dataset, self.sources, cache)
+
+    # -- prompting and reading ------------------------------------------------------------------
+
+    @property
+    def styles(self) -> tuple[str, ...]:
+        """The prompt styles every one of its task kinds supports, in the first kind's order."""
+        kinds = [tasks.get(name) for name in self.tasks]
+        names = [[str(style) for style in kind.styles] for kind in kinds]
+        return tuple(style for style in names[0] if all(style in other for other in names[1:]))
+
+    def stop(self, style: str, chat: bool) -> tuple[str, ...]:
+        return self.stops.get(str(style), chat)
+
+    def system_message(self, chat: bool) -> str | None:
+        return template(self.system).strip() if chat and self.system else None
+
+    def choose_extraction(self, name: str | None) -> Extraction:
+        """``name`` (None: the default); ValueError when unknown or not allowed here."""
+        if name is None:
+            return self.extraction
+        try:
+            chosen = Extraction(name)
+        except ValueError:
+            allowed = ", ".join(mode.value for mode in Extraction)
+            raise ValueError(f"--extraction {name!r}: expected one of {allowed}") from None
+        if chosen not in self.extractions:
+            allowed = ", ".join(mode.value for mode in self.extractions)
+            raise ValueError(f"--extraction {name}: {self.name} allows {allowed}")
+        return chosen
+
+    def choose_style(self, name: str) -> str:
+        """``name`` when every task kind supports it; ValueError naming the supported ones."""
+        if name not in self.styles:
+            raise ValueError(f"--style {name!r}: {self.name} supports {', '.join(self.styles)}")
+        return name
+
+    # -- grading --------------------------------------------------------------------------------
+
+    def limits_for(self, timeout: float | None) -> Limits:
+        """The sandbox limits, with ``--timeout`` seconds on this benchmark's clock."""
+        if timeout is None:
+            return self.limits
+        if timeout <= 0:
+            raise ValueError(f"--timeout {timeout}: expected a positive number of seconds")
+        wall = 2 * timeout + 1 if self.clock is Clock.CPU else timeout
+        return Limits(timeout_s=timeout, wall_timeout_s=wall, memory_mb=self.limits.memory_mb)
+
+    def group(self, item: Item) -> str:
+        """The key of the items ``--limit`` must keep together with ``item``."""
+        if not self.group_by or any(key not in item.metadata for key in self.group_by):
+            return item.id
+        return "/".join(str(item.metadata[key]) for key in self.group_by)
+
+    def category(self, item: Item) -> str:
+        return str(item.metadata.get(self.breakdown, "?"))

@@ -1,0 +1,23 @@
+"""What ``codereasoner score`` resolved from its flags, handed to each metric family's scorer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from codereasoner.execution import Limits
+from codereasoner.tasks import Extraction, Grading
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    generations: Path
+    style: str
+    extraction: Extraction
+    limits: Limits
+    grading: Grading
+    ks: list[int] | None  # None: those the file has enough samples for
+    copies: str
+    show_strict: bool
+    workers: int | None
+    isolation: str

@@ -1,0 +1,230 @@
+"""Metric families: how a benchmark's verdicts are computed and added up into its report.
+
+A benchmark names its family in its declaration (``Benchmark.metrics``); the runner, ``score``
+and ``report`` ask the family, never the benchmark's name. Three families exist:
+
+- ``pass@k``: verdicts in the sandbox under ``--grading``, pass@k with breakdowns;
+- ``accuracy-consistency`` (REval): four question kinds, accuracies, Incremental Consistency;
+- ``invariance-transparency`` (CoRE): literal comparisons (no sandbox), I, Is, W, Ws, RCS, Cons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from codereasoner import benchmarks
+from codereasoner.benchmarks import Benchmark, Metrics
+from codereasoner.evaluation.reports import (
+    CoreReport,
+    PassReport,
+    Report,
+    RevalReport,
+    core_report,
+    pass_keys,
+    pass_report,
+    reval_report,
+)
+from codereasoner.evaluation.reval_scoring import RevalScored, score_reval
+from codereasoner.evaluation.scoring import Scored, score
+from codereasoner.execution import Limits, Pool
+from codereasoner.tasks import Answer, Extracted, Extraction, Grading, Item, ParseFailure, Score
+
+__all__ = ["FAMILIES", "Family", "RunReport", "family_of", "load_report"]
+
+PoolOpener = Callable[[], Pool]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What a report says about how its verdicts were obtained."""
+
+    generations: str
+    format: str
+    style: str
+    extraction: Extraction
+    grading: Grading
+    samples: int  # per item
+    elapsed: float
+
+
+class Family:
+    """One metric family; subclasses override :meth:`grade` and :meth:`report`."""
+
+    name: str = ""
+    report_type: type[PassReport] | type[RevalReport] | type[CoreReport] = PassReport
+    uses_grading: bool = True  # --grading and --strict-report apply (else: its own rule)
+    uses_sandbox: bool = True  # answers may run in the sandbox: --timeout applies
+    pass_at_k: bool = True  # --k and --copies apply
+    marker_keys: tuple[str, ...] = ()  # a stored report holding any of these is of this family
+
+    def matches(self, data: Mapping[str, Any]) -> bool:
+        return any(key in data for key in self.marker_keys)
+
+    def grade(
+        self,
+        bench: Benchmark,
+        items: Sequence[Item],
+        answers: Mapping[str, Sequence[Extracted]],
+        pool: PoolOpener,
+        grading: Grading,
+        limits: Limits,
+    ) -> dict[str, list[Score]]:
+        raise NotImplementedError
+
+    def report(
+        self,
+        bench: Benchmark,
+        items: Sequence[Item],
+        scores: Mapping[str, list[Score]],
+        run: RunReport,
+    ) -> Report:
+        raise NotImplementedError
+
+    def from_dict(self, data: Mapping[str, Any]) -> Report:
+        return self.report_type.from_dict(data)
+
+
+class PassAtK(Family):
+    name = PassReport.kind
+    report_type = PassReport
+
+    def matches(self, data: Mapping[str, Any]) -> bool:
+        return bool(pass_keys(data))
+
+    def grade(
+        self,
+        bench: Benchmark,
+        items: Sequence[Item],
+        answers: Mapping[str, Sequence[Extracted]],
+        pool: PoolOpener,
+        grading: Grading,
+        limits: Limits,
+    ) -> dict[str, list[Score]]:
+        return score(bench, items, answers, pool(), grading=grading, limits=limits).scores
+
+    def report(
+        self,
+        bench: Benchmark,
+        items: Sequence[Item],
+        scores: Mapping[str, list[Score]],
+        run: RunReport,
+    ) -> Report:
+        ks = [k for k in (1, 5) if k <= run.samples]
+        official = Scored(bench, list(items), run.grading, dict(scores))
+        return pass_report(
+            official,
+            None,
+            ks,
+            run.generations,
+            run.format,
+            run.elapsed,
+            style=run.style,
+            extraction=run.extraction.value,
+        )
+
+
+class Reval(Family):
+    name = RevalReport.kind
+    report_type = RevalReport
+    uses_grading = False
+    pass_at_k = False
+    marker_keys = ("avg_acc", "by_source")
+
+    def grade(
+        self,
+        bench: Benchmark,
+        items: Sequence[Item],
+        answers: Mapping[str, Sequence[Extracted]],
+        pool: PoolOpener,
+        grading: Grading,
+        limits: Limits,
+    ) -> dict[str, list[Score]]:
+        return score_reval(items, answers, pool(), limits).scores
+
+    def report(
+        self,
+        bench: Benchmark,
+        items: Sequence[Item],
+        scores: Mapping[str, list[Score]],
+        run: RunReport,
+    ) -> Report:
+        return reval_report(
+            bench,
+            RevalScored(list(items), dict(scores)),
+            {},
+            run.style,
+            run.extraction,
+            generations=run.generations,
+            fmt=run.format,
+            elapsed=run.elapsed,
+        )
+
+
+class Core(Family):
+    name = CoreReport.kind
+    report_type = CoreReport
+    uses_grading = False
+    uses_sandbox = False
+    pass_at_k = False
+    marker_keys = ("variants",)
+
+    def grade(
+        self,
+        bench: Benchmark,
+        items: Sequence[Item],
+        answers: Mapping[str, Sequence[Extracted]],
+        pool: PoolOpener,
+        grading: Grading,
+        limits: Limits,
+    ) -> dict[str, list[Score]]:
+        # Literals compared here, no sandbox; the project (strict) grading is the stored one,
+        # the report grades again under the ancestor's rule.
+        return score(bench, items, answers, None, grading=Grading.STRICT).scores
+
+    def report(
+        self,
+        bench: Benchmark,
+        items: Sequence[Item],
+        scores: Mapping[str, list[Score]],
+        run: RunReport,
+    ) -> Report:
+        answers: dict[str, list[Extracted]] = {
+            key: [ParseFailure(s.detail) if s.answer is None else Answer(s.answer) for s in value]
+            for key, value in scores.items()
+        }
+        return core_report(bench, items, answers, run.generations, run.format)
+
+
+FAMILIES: dict[str, Family] = {family.name: family for family in (PassAtK(), Reval(), Core())}
+
+
+def family_of(bench: Benchmark) -> Family:
+    try:
+        return FAMILIES[bench.metrics]
+    except KeyError:
+        raise ValueError(
+            f"benchmark {bench.name!r}: unknown metric family {bench.metrics!r}; "
+            f"expected one of {', '.join(FAMILIES)}"
+        ) from None
+
+
+def load_report(benchmark: str, data: Mapping[str, Any]) -> Report | None:
+    """A stored report of ``benchmark`` as its declared family's type; for a benchmark no
+    longer declared, or a report without its family's keys (a store written by other code),
+    the family whose keys it has (None: none, or an empty report)."""
+    if not data:
+        return None
+    if benchmark in benchmarks.REGISTRY:
+        declared = family_of(benchmarks.get(benchmark))
+        if declared.matches(data):
+            return declared.from_dict(data)
+    for family in (
+        FAMILIES[Metrics.INVARIANCE_TRANSPARENCY],
+        FAMILIES[Metrics.ACCURACY_CONSISTENCY],
+        FAMILIES[Metrics.PASS_AT_K],
+    ):
+        if family.matches(data):
+            return family.from_dict(data)
+    return None

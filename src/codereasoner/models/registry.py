@@ -1,0 +1,249 @@
+"""The model backends, one declaration each, and everything that reads them.
+
+A backend is one :class:`BackendType`: its spec prefix, the form of the spec's rest, how that
+rest is parsed, the options it takes and where its class lives (imported only when a backend is
+constructed, so that torch, transformers or vllm load only for the backend that needs them).
+:func:`parse_spec`, :func:`load_backend`, their error messages and :func:`spec_help` all read
+:data:`BACKENDS`; a new backend is one more entry in :data:`BUILTIN` (or one
+:func:`register` call from outside the package).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from codereasoner.models.base import Backend, BackendError, ModelSpec, SpecError
+
+__all__ = [
+    "BACKENDS",
+    "BUILTIN",
+    "BackendType",
+    "load_backend",
+    "name_at_url",
+    "parse_spec",
+    "register",
+    "spec_help",
+    "spec_shapes",
+    "unregister",
+    "whole_rest",
+]
+
+Parse = Callable[[str], tuple[str, str]]
+"""A spec's rest (after ``kind:``) -> the spec's ``(name, url)``; ``ValueError`` if malformed."""
+
+
+def whole_rest(rest: str) -> tuple[str, str]:
+    """The whole rest is the name (``hf:PATH``); it must not be empty."""
+    if not rest:
+        raise ValueError("empty")
+    return rest, ""
+
+
+def name_at_url(rest: str) -> tuple[str, str]:
+    """``NAME@URL`` with an http(s) URL (split at the last ``@``; a trailing ``/`` dropped)."""
+    name, at, url = rest.rpartition("@")
+    if not at or not name or not url.startswith(("http://", "https://")):
+        raise ValueError("expected NAME@URL with an http(s) URL")
+    return name, url.rstrip("/")
+
+
+@dataclass(frozen=True)
+class BackendType:
+    """One kind of backend.
+
+    - ``name``: the spec's prefix (``openai`` in ``openai:NAME@URL``);
+    - ``target``: ``module:Class``, imported when a backend is constructed; the class is called
+      with the spec's parts (the name, then the URL when there is one) as positional arguments
+      and the given options as keyword arguments;
+    - ``summary``: a few words for help text;
+    - ``form``: what follows ``name:`` in a spec, for help and errors (``NAME@URL``); empty
+      when the spec is the name alone (``oracle``), which then takes no parts;
+    - ``parse``: the rest -> ``(name, url)``, raising ``ValueError`` when malformed (default
+      :func:`whole_rest`); only for backends with a ``form``. The spec it gives must print
+      (``str(ModelSpec)``: ``name:NAME`` or ``name:NAME@URL``) as a string it parses back to;
+    - ``hint``: said after ``expected <shape>`` when the rest is malformed;
+    - ``options``: the keyword options the class takes through :func:`load_backend`.
+    """
+
+    name: str
+    target: str
+    summary: str
+    form: str = ""
+    parse: Parse | None = None
+    hint: str = ""
+    options: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.name or any(char in self.name for char in ":@ \t\n"):
+            raise ValueError(f"backend name {self.name!r}: expected a word without ':' or '@'")
+        module, colon, attribute = self.target.partition(":")
+        if not module or not colon or not attribute:
+            raise ValueError(f"backend {self.name}: target {self.target!r}: expected module:Class")
+        if not self.form and self.parse is not None:
+            raise ValueError(f"backend {self.name}: a parse function needs a form (e.g. PATH)")
+        if isinstance(self.options, str) or not all(isinstance(o, str) for o in self.options):
+            raise ValueError(f"backend {self.name}: options must be a tuple of names")
+
+    @property
+    def shape(self) -> str:
+        """The spec's shape for help and errors: ``openai:NAME@URL``, ``oracle``."""
+        return f"{self.name}:{self.form}" if self.form else self.name
+
+    @property
+    def bare(self) -> bool:
+        """Whether the spec is the name alone."""
+        return not self.form
+
+    def parse_rest(self, text: str, rest: str) -> ModelSpec:
+        """The spec ``text`` whose part after ``name:`` is ``rest``; SpecError if malformed."""
+        try:
+            name, url = (self.parse or whole_rest)(rest)
+        except ValueError:
+            detail = f" {self.hint}" if self.hint else ""
+            raise SpecError(f"model spec {text!r}: expected {self.shape}{detail}") from None
+        return ModelSpec(self.name, name, url)
+
+    def load(self) -> Callable[..., Any]:
+        """The backend class, importing its module now; BackendError when that module (or one
+        it imports) is not installed or lacks the class."""
+        module, _, attribute = self.target.partition(":")
+        try:
+            loaded = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            raise BackendError(
+                f"{self.name} backends cannot be loaded: {exc.name or module} is not installed"
+            ) from None
+        found: Callable[..., Any] | None = getattr(loaded, attribute, None)
+        if found is None:
+            raise BackendError(f"{self.name} backends: {module} has no {attribute}")
+        return found
+
+
+PATH_HINT = "(a local folder or hub name)"
+
+BUILTIN: tuple[BackendType, ...] = (
+    BackendType(
+        "openai",
+        "codereasoner.models.openai:OpenAIBackend",
+        "any OpenAI-compatible server",
+        form="NAME@URL",
+        parse=name_at_url,
+        hint="with an http(s) URL, e.g. openai:Qwen2.5-7B@http://127.0.0.1:8000/v1",
+        options=(
+            "concurrency",
+            "timeout_s",
+            "connect_timeout_s",
+            "max_retries",
+            "backoff_s",
+            "backoff_max_s",
+            "api_key_env",
+            "extra_body",
+        ),
+    ),
+    BackendType(
+        "vllm",
+        "codereasoner.models.vllm:VLLMBackend",
+        "offline vLLM on a GPU",
+        form="PATH",
+        hint=PATH_HINT,
+        options=(
+            "batch_size",
+            "dtype",
+            "tensor_parallel_size",
+            "gpu_memory_utilization",
+            "max_model_len",
+            "trust_remote_code",
+            "engine_options",
+        ),
+    ),
+    BackendType(
+        "hf",
+        "codereasoner.models.hf:HFBackend",
+        "transformers on CPU or GPU",
+        form="PATH",
+        hint=PATH_HINT,
+        options=("batch_size", "device", "dtype", "trust_remote_code"),
+    ),
+    BackendType(
+        "oracle",
+        "codereasoner.models.oracle:OracleBackend",
+        "a self-check from the ground truth",
+    ),
+)
+"""The backends that ship with the package, in the order help text lists them."""
+
+_backends: dict[str, BackendType] = {}
+BACKENDS: Mapping[str, BackendType] = MappingProxyType(_backends)
+"""Every registered backend by name (read-only; change it with :func:`register`)."""
+
+
+def register(backend: BackendType, *, replace: bool = False) -> BackendType:
+    """Add a backend (``replace`` one of the same name); returns it. ValueError for a name
+    already registered without ``replace``."""
+    if backend.name in _backends and not replace:
+        raise ValueError(f"backend {backend.name!r} is already registered")
+    _backends[backend.name] = backend
+    return backend
+
+
+def unregister(name: str) -> BackendType:
+    """Remove a backend and return it; KeyError if there is none of that name."""
+    return _backends.pop(name)
+
+
+for _backend in BUILTIN:
+    register(_backend)
+del _backend
+
+
+def spec_shapes() -> tuple[str, ...]:
+    """Every registered spec shape: ``("openai:NAME@URL", "vllm:PATH", "hf:PATH", "oracle")``."""
+    return tuple(backend.shape for backend in _backends.values())
+
+
+def spec_help(*, summaries: bool = False) -> str:
+    """The spec shapes as one phrase, ``openai:NAME@URL, vllm:PATH, hf:PATH or oracle``; with
+    ``summaries`` each shape is followed by its summary in parentheses."""
+    parts = [
+        f"{backend.shape} ({backend.summary})" if summaries else backend.shape
+        for backend in _backends.values()
+    ]
+    if len(parts) < 2:
+        return "".join(parts)
+    return f"{', '.join(parts[:-1])} or {parts[-1]}"
+
+
+def parse_spec(text: str) -> ModelSpec:
+    """A spec string of a registered shape (:func:`spec_shapes`); SpecError otherwise."""
+    text = text.strip()
+    kind, sep, rest = text.partition(":")
+    backend = _backends.get(kind)
+    if backend is None or backend.bare == bool(sep):
+        raise SpecError(f"model spec {text!r}: expected {spec_help()}")
+    return ModelSpec(kind) if backend.bare else backend.parse_rest(text, rest)
+
+
+def load_backend(spec: str | ModelSpec, **options: Any) -> Backend:
+    """The backend for a spec string (or a :class:`ModelSpec`, checked the same way).
+
+    Options that do not apply to the spec's kind are ignored when ``None`` and rejected
+    otherwise, so a CLI can pass all its flags through. Raises :class:`SpecError` for a bad
+    spec or option, :class:`BackendError` when the backend's library is missing.
+    """
+    model = parse_spec(spec if isinstance(spec, str) else str(spec))
+    backend = _backends[model.kind]
+    given = {key: value for key, value in options.items() if value is not None}
+    unknown = sorted(set(given) - set(backend.options))
+    if unknown:
+        allowed = ", ".join(sorted(backend.options)) or "none"
+        raise SpecError(
+            f"model {model}: option(s) {', '.join(unknown)} do not apply to {model.kind} "
+            f"backends (they take: {allowed})"
+        )
+    parts = () if backend.bare else (model.name, model.url) if model.url else (model.name,)
+    made: Backend = backend.load()(*parts, **given)
+    return made

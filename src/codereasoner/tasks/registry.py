@@ -1,0 +1,83 @@
+"""The task-kind registry: name -> kind, where the name is ``Item.task`` of the kind's items.
+
+    from codereasoner import tasks
+    kind = tasks.get(item.task)
+    answer = kind.extract(item, completion, "cot")
+    score = kind.score(item, answer, pool)
+
+A benchmark declares the names of the kinds its items use; every item is prompted, extracted,
+graded and answered by the oracle through its own kind. The built-in kinds are registered when
+:mod:`codereasoner.tasks` is imported; :func:`register` adds another (a test removes its own with
+:func:`unregister`).
+"""
+
+from __future__ import annotations
+
+from codereasoner.tasks.base import TaskKind
+from codereasoner.tasks.core_output import CoreOutput
+from codereasoner.tasks.core_probe import CoreProbe
+from codereasoner.tasks.coverage import Coverage
+from codereasoner.tasks.input_prediction import InputPrediction
+from codereasoner.tasks.output_prediction import OutputPrediction
+from codereasoner.tasks.path import PathPrediction
+from codereasoner.tasks.reval_output import RevalOutput
+from codereasoner.tasks.state import State
+from codereasoner.tasks.test_output import TestOutputPrediction
+
+__all__ = ["get", "names", "register", "unregister"]
+
+_KINDS: dict[str, TaskKind] = {}
+
+
+def register(kind: TaskKind) -> None:
+    """Make ``kind`` the kind of the items whose ``task`` is ``kind.name``.
+
+    Registering the same object again does nothing; ValueError when the name is taken by another.
+    """
+    name = getattr(kind, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a task kind needs a non-empty string name, not {name!r}")
+    known = _KINDS.get(name)
+    if known is kind:
+        return
+    if known is not None:
+        raise ValueError(f"task kind {name!r} is already registered ({type(known).__name__})")
+    _KINDS[name] = kind
+
+
+def unregister(name: str) -> TaskKind:
+    """Remove the kind registered as ``name`` and return it (ValueError when there is none)."""
+    kind = get(name)
+    del _KINDS[name]
+    return kind
+
+
+def get(name: str) -> TaskKind:
+    """The kind registered as ``name``; ValueError naming the registered ones otherwise."""
+    try:
+        return _KINDS[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown task kind {name!r}; expected one of {', '.join(_KINDS)}"
+        ) from None
+
+
+def names() -> list[str]:
+    """The registered names, in registration order (the built-in kinds first)."""
+    return list(_KINDS)
+
+
+for _kind in (
+    OutputPrediction("cruxeval"),  # output_prediction
+    OutputPrediction("livecodebench"),  # lcb_execution
+    InputPrediction(),
+    TestOutputPrediction(),
+    Coverage(),
+    State(),
+    PathPrediction(),
+    RevalOutput(),
+    CoreOutput(),
+    CoreProbe(),
+):
+    register(_kind)
+del _kind

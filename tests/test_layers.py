@@ -1,0 +1,125 @@
+"""The package layout holds: imports point one way, and no consumer tests a benchmark's name."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from codereasoner import benchmarks
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "codereasoner"
+# Lowest first: a package may import the ones before it, never one after it (docs/architecture.md).
+LAYERS = (
+    "values",
+    "execution",
+    "trace",
+    "tasks",
+    "models",
+    "synth",
+    "benchmarks",
+    "evaluation",
+    "training",
+    "cli",
+    "__main__",
+)
+CONSUMERS = ("evaluation", "cli", "models", "training")
+
+
+def imported_packages(path: Path) -> set[str]:
+    """The top-level ``codereasoner`` packages a module imports: import statements (lazy ones
+    included) and registry targets named as text (``"codereasoner.models.hf:HFBackend"``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            target = re.fullmatch(r"(codereasoner(?:\.\w+)+)(?::\w+)?", node.value)
+            names = [target.group(1)] if target else []
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "codereasoner":
+                names = [f"codereasoner.{alias.name}" for alias in node.names]
+            else:
+                names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        found |= {name.split(".")[1] for name in names if name.startswith("codereasoner.")}
+    return found
+
+
+def package_of(path: Path) -> str:
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+def modules() -> list[Path]:
+    return sorted(path for path in PACKAGE.rglob("*.py") if package_of(path) != "__init__")
+
+
+def test_every_package_has_a_layer() -> None:
+    unknown = {package_of(path) for path in modules()} - set(LAYERS)
+    assert not unknown, f"add {sorted(unknown)} to LAYERS and docs/architecture.md"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_imports_point_down_the_layers(path: Path) -> None:
+    mine = LAYERS.index(package_of(path))
+    upward = sorted(
+        name for name in imported_packages(path) if name in LAYERS and LAYERS.index(name) > mine
+    )
+    assert not upward, f"{path.relative_to(PACKAGE)} imports {upward}, a layer above it"
+
+
+def consumer_files() -> list[Path]:
+    return [path for path in modules() if package_of(path) in CONSUMERS]
+
+
+def test_the_checks_see_the_consumers() -> None:
+    assert {package_of(path) for path in consumer_files()} >= {"evaluation", "cli", "models"}
+
+
+def names_a(word: str) -> bool:
+    """Whether a quoted word picks out benchmarks: a name, a dataset, a shared first part
+    (``core``, ``lcb``), or a name's beginning or end cut at a dash (``core-``, ``-probe``)."""
+    declared = benchmarks.REGISTRY.values()
+    names = {bench.name for bench in declared}
+    words = names | {bench.dataset for bench in declared} | {n.split("-")[0] for n in names}
+    if word in words:
+        return True
+    if len(word) < 4:  # "-o", "-i": command-line flags first
+        return False
+    starts = word.endswith("-") and any(name.startswith(word) for name in names)
+    ends = word.startswith("-") and any(name.endswith(word) for name in names)
+    return starts or ends
+
+
+def test_the_name_check_catches_name_tests() -> None:
+    for word in ("reval", "core", "core-", "-probe", "lcb", "cruxeval-o", "livecodebench"):
+        assert names_a(word), word
+    for word in ("pass@k", "output", "direct", "humaneval", "scores", "reval-log", "-o"):
+        assert not names_a(word), word
+
+
+def test_the_docs_state_the_layers() -> None:
+    """README's arrow line and docs/architecture.md's layer block list LAYERS in order."""
+    root = PACKAGE.parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    line = next(text for text in readme.split("\n\n") if "`values` → `execution`" in text)
+    assert re.findall(r"`(\w+)`", line.split(". ")[0].split("):")[-1]) == list(LAYERS[:-1])
+    architecture = (root / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = architecture.split("```")[1]
+    listed = [
+        line.split()[0].rstrip(",")
+        for line in block.strip().splitlines()
+        if line and not line.startswith(" ")
+    ]
+    assert listed == list(LAYERS[:-1])
+
+
+@pytest.mark.parametrize("path", consumer_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_benchmark_name_outside_the_declarations(path: Path) -> None:
+    """Per-benchmark behaviour lives in the declarations (``benchmarks/``): a quoted benchmark
+    name, or a quoted prefix of several, in a consumer is a name test."""
+    text = path.read_text(encoding="utf-8")
+    found = sorted({word for word in re.findall(r"""["']([\w.@-]+)["']""", text) if names_a(word)})
+    assert not found, f"{path.relative_to(PACKAGE)} names benchmarks: {found}"
