@@ -1,6 +1,7 @@
 # Set-up and everyday tasks. `make demo` and `make test` work on a fresh Debian/Ubuntu machine.
 PYTHON ?= python3
 VENV ?= .venv
+VERL_VENV ?= .venv-verl
 BIN := $(VENV)/bin
 REVAL_DEBS := python3-numpy python3-bs4 python3-lxml python3-gensim
 # LiveCodeBench's BASE_IMPORTS import numpy and pandas, as upstream.
@@ -17,7 +18,7 @@ demo: system-deps $(VENV)/.core
 	$(BIN)/codereasoner synth --generator offline --n 2000 --seed 0 --out runs/synth-demo --no-decontam
 	$(BIN)/codereasoner demo
 
-test: system-deps test-deps $(VENV)/.dev
+test: system-deps test-deps $(VENV)/.dev $(VERL_VENV)/.ready
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
@@ -35,6 +36,7 @@ bench: system-deps $(VENV)/.core
 	$(BIN)/python bench/decontam.py
 	$(BIN)/python bench/backend.py
 	$(BIN)/python bench/runner.py
+	$(BIN)/python bench/reward.py
 
 # bubblewrap gives the sandbox its namespaces; without it the engine falls back to seccomp + rlimits.
 system-deps:
@@ -72,6 +74,15 @@ $(VENV)/.dev: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 	$(BIN)/python -m pip install -q -e '.[dev,train]'
 	touch $@ $(VENV)/.core
 
+# verl 0.9.1 pins transformers <5.11, so its reward test (tests/training/test_verl_reward.py)
+# runs in an environment of its own: torch first (the CPU wheel), then verl, then this project.
+$(VERL_VENV)/.ready: pyproject.toml setup.py
+	test -x $(VERL_VENV)/bin/python || $(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(VERL_VENV)/bin/python -m pip install -q verl==0.9.1
+	$(VERL_VENV)/bin/python -m pip install -q -e .
+	touch $@
+
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VERL_VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
 	rm -f src/codereasoner/execution/sandboxed/_tracecore.*.so

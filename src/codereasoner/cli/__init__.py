@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import typer
 
-from codereasoner.cli import bench, demo, doctor, evaluate, report, run, score, synth, trace
+from codereasoner.cli import (
+    bench,
+    demo,
+    distill,
+    doctor,
+    evaluate,
+    export,
+    report,
+    run,
+    score,
+    synth,
+    trace,
+)
 
 app = typer.Typer(
     name="codereasoner",
@@ -22,6 +34,8 @@ bench.register(app)
 report.register(app)
 synth.register(app)
 evaluate.register(app)
+distill.register(app)
+export.register(app)
 
 
 def main() -> None:

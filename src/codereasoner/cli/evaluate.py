@@ -35,7 +35,7 @@ from codereasoner.models import (
 )
 
 
-class _Bars:
+class Bars:
     """One progress bar per (benchmark, phase), on stderr when it is a terminal."""
 
     def __init__(self) -> None:
@@ -167,7 +167,7 @@ def eval_command(
             isolation=isolation,
         )
         run_dir = out if out is not None else default_out(backend.model_id)
-        bars = _Bars()
+        bars = Bars()
         runner = Runner(run_dir, backend, settings, bars)
         runner.check_resumable()
     except RunError as exc:

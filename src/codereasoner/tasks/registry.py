@@ -14,6 +14,7 @@ graded and answered by the oracle through its own kind. The built-in kinds are r
 from __future__ import annotations
 
 from codereasoner.tasks.base import TaskKind
+from codereasoner.tasks.case_reasoning import CaseBackward, CaseForward
 from codereasoner.tasks.core_output import CoreOutput
 from codereasoner.tasks.core_probe import CoreProbe
 from codereasoner.tasks.coverage import Coverage
@@ -78,6 +79,8 @@ for _kind in (
     RevalOutput(),
     CoreOutput(),
     CoreProbe(),
+    CaseForward(),
+    CaseBackward(),
 ):
     register(_kind)
 del _kind

@@ -1,0 +1,1 @@
+"""Training: tasks from synthesized cases, teacher distillation, rewards and data exports."""

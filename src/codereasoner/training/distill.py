@@ -1,0 +1,307 @@
+"""Teacher chains of thought by rejection sampling over synthesized cases (CodeReasoner §3.2).
+
+    settings = DistillSettings(cases=Path("runs/synth"), k=4)
+    with Distiller(Path("runs/distill"), backend, settings) as distiller:
+        summary = distiller.run()
+
+The cases become forward and backward items (:mod:`codereasoner.training.cases`), declared as a
+benchmark of their own (``cases``) and run through the evaluation runner: ``k`` teacher samples
+per item, each stored in ``OUT/run.sqlite`` as it arrives and verified by its task kind (a
+literal compared in the parent; a literal call run in the sandbox). A killed run resumes without
+asking the teacher again. From the stored verdicts, ``OUT/distilled.jsonl`` keeps, per item, the
+shortest verified chain, with ``n_tried`` and every rejected sample's verdict and reason;
+``OUT/distill_summary.json`` and ``distill_summary.png`` give acceptance by direction, method,
+control depth and rejection reason. Both are rewritten whole (atomically) from the store, so a
+resumed run writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codereasoner import benchmarks
+from codereasoner.benchmarks import Benchmark, Stops
+from codereasoner.benchmarks.cache import DataUnavailable, Source
+from codereasoner.evaluation.runner import Events, RunError, Runner, RunSettings
+from codereasoner.evaluation.store import RunStore
+from codereasoner.execution import Pool, SandboxUnavailable
+from codereasoner.models.base import Backend, Sampling
+from codereasoner.synth.writer import write_atomic
+from codereasoner.tasks import Item, Score
+from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK, ReasoningStyle
+from codereasoner.training.cases import BENCHMARK, CASES_FILE, case_items, read_cases, trace_hints
+from codereasoner.training.summary import write_summary
+
+__all__ = ["DISTILLED", "DistillSettings", "DistillSummary", "Distiller", "cases_folder"]
+
+DISTILLED = "distilled.jsonl"
+SETTINGS = "distill.json"  # what the folder's run distils: a resumed run must match it
+HINTS = ("trace",)
+
+
+@dataclass(frozen=True)
+class DistillSettings:
+    cases: Path  # a synthesis folder holding cases.jsonl, or the file itself
+    k: int = 4
+    directions: tuple[str, ...] = ("forward", "backward")
+    style: str = ReasoningStyle.REASONING
+    hint: str | None = None  # "trace": the teacher also sees our trace of the call
+    sampling: Sampling = field(default_factory=lambda: Sampling(temperature=0.7, max_tokens=4096))
+    chat: bool = True
+    limit: int | None = None
+    timeout: float | None = None
+    workers: int | None = None
+    isolation: str = "auto"
+
+    def fixed(self) -> dict[str, Any]:
+        """What a resumed run must repeat (the runner checks sampling and prompts itself)."""
+        return {
+            "cases": str(cases_folder(self.cases).resolve() / CASES_FILE),
+            "directions": list(self.directions),
+            "hint": self.hint,
+        }
+
+
+@dataclass
+class DistillSummary:
+    out: Path
+    teacher: str
+    items: int
+    accepted: int
+    generated: int
+    cached: int
+    tables: dict[str, Any]
+    self_check: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "out": str(self.out),
+            "teacher": self.teacher,
+            "items": self.items,
+            "accepted": self.accepted,
+            "generated": self.generated,
+            "cached": self.cached,
+            "self_check": self.self_check,
+            **self.tables,
+        }
+
+
+def cases_folder(path: Path) -> Path:
+    return path.parent if path.name == CASES_FILE else path
+
+
+class Distiller:
+    """Distils into ``out`` (see the module); ``pool`` is the caller's when given."""
+
+    def __init__(
+        self,
+        out: Path,
+        backend: Backend,
+        settings: DistillSettings,
+        events: Events | None = None,
+        *,
+        pool: Pool | None = None,
+    ) -> None:
+        if settings.k < 1:
+            raise RunError(f"--k {settings.k}: expected at least 1 sample per item")
+        if settings.hint is not None and settings.hint not in HINTS:
+            raise RunError(f"--hint {settings.hint!r}: expected {' or '.join(HINTS)}")
+        if settings.style not in tuple(ReasoningStyle):
+            names = ", ".join(style.value for style in ReasoningStyle)
+            raise RunError(f"--style {settings.style!r}: expected one of {names}")
+        self.out = Path(out)
+        self.backend = backend
+        self.settings = settings
+        self.events = events
+        self.folder = cases_folder(settings.cases)
+        try:
+            self.cases = read_cases(self.folder / CASES_FILE)
+        except DataUnavailable as exc:
+            raise RunError(str(exc)) from None
+        if not self.cases:
+            raise RunError(f"{self.folder / CASES_FILE}: no cases")
+        try:
+            case_items(self.cases[:0], settings.directions)  # validates the directions
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
+        self._own_pool = pool is None
+        self._pool = pool
+        self._bench: Benchmark | None = None
+        self._runner: Runner | None = None
+
+    def __enter__(self) -> Distiller:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._runner = None
+        if self._bench is not None:
+            benchmarks.unregister(self._bench.name)
+            self._bench = None
+        if self._pool is not None and self._own_pool:
+            self._pool.close()
+        self._pool = None
+
+    def pool(self) -> Pool:
+        if self._pool is None:
+            try:
+                self._pool = Pool(self.settings.workers, isolation=self.settings.isolation)
+            except (SandboxUnavailable, ValueError) as exc:
+                raise RunError(f"sandbox unavailable: {exc}") from None
+        return self._pool
+
+    def check_resumable(self) -> None:
+        path = self.out / SETTINGS
+        if not path.exists():
+            return
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunError(f"{path}: unreadable ({exc}); choose another --out") from None
+        for key, value in self.settings.fixed().items():
+            if stored.get(key) != value:
+                raise RunError(
+                    f"{self.out}: distils {key}={json.dumps(stored.get(key))}, this "
+                    f"run asks {key}={json.dumps(value)} (choose another --out)"
+                )
+
+    def _declare(self) -> Benchmark:
+        hints = trace_hints(self.pool(), self.cases) if self.settings.hint == "trace" else None
+        cases, directions = self.cases, self.settings.directions
+
+        def parse(paths: Mapping[str, Path]) -> list[Item]:
+            return case_items(cases, directions, hints)
+
+        bench = Benchmark(
+            name=BENCHMARK,
+            title="Synthesized cases",
+            description="forward (input -> output) and backward (output -> input) reasoning "
+            "over the cases of a synthesis run",
+            tasks=(FORWARD_TASK, BACKWARD_TASK),
+            dataset="cases",
+            sources=(Source(CASES_FILE, "file:local"),),
+            parse=parse,
+            license="the cases' own (each distilled record keeps it)",
+            upstream=str(self.folder),
+            counts={"items": len(cases) * len(directions)},
+            breakdown="direction",
+            breakdown_note="forward or backward",
+            metric_note="pass@k x 100 of the teacher's samples",
+            stops=Stops(),
+            group_by=("case_id",),
+        )
+        if BENCHMARK in benchmarks.REGISTRY:  # a previous Distiller of this process
+            benchmarks.unregister(BENCHMARK)
+        return benchmarks.register(bench)
+
+    def prepare(self) -> Runner:
+        """Declare the items and check the folder's run against these settings (RunError),
+        writing nothing; :meth:`run` does it when not done yet."""
+        self.check_resumable()
+        if self._runner is not None:
+            return self._runner
+        self._bench = self._declare()
+        settings = self.settings
+        run = RunSettings(
+            benchmarks=(BENCHMARK,),
+            n=settings.k,
+            sampling=settings.sampling,
+            style=settings.style,
+            grading="strict",
+            chat=settings.chat,
+            limit=settings.limit,
+            data_dir=self.folder,
+            timeout=settings.timeout,
+            workers=settings.workers,
+            isolation=settings.isolation,
+        )
+        runner = Runner(self.out, self.backend, run, self.events, pool_factory=self.pool)
+        runner.check_resumable()
+        self._runner = runner
+        return runner
+
+    def run(self) -> DistillSummary:
+        runner = self.prepare()
+        settings = self.settings
+        self.out.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.out / SETTINGS, json.dumps(settings.fixed(), indent=2) + "\n")
+        with runner:
+            result = runner.run()
+        plan = runner.plans[0]
+        with RunStore(self.out) as store:
+            scores = store.scores(BENCHMARK, settings.k)
+            texts = store.completions(
+                self.backend.model_id, plan.sampling.key(), set(plan.hashes.values()), settings.k
+            )
+        records = [
+            distilled_record(
+                item,
+                plan.prompts[item.id],
+                scores[item.id],
+                [texts[(plan.hashes[item.id], s)].text for s in range(settings.k)],
+                settings.style,
+                self.backend.model_id,
+            )
+            for item in plan.items
+        ]
+        write_atomic(self.out / DISTILLED, "".join(json.dumps(r) + "\n" for r in records))
+        tables = write_summary(self.out, records)
+        return DistillSummary(
+            out=self.out,
+            teacher=self.backend.model_id,
+            items=len(records),
+            accepted=sum(record["verified"] for record in records),
+            generated=result.generated.get(BENCHMARK, 0),
+            cached=result.cached.get(BENCHMARK, 0),
+            tables=tables,
+            self_check=None if result.self_check is None else result.self_check[BENCHMARK],
+        )
+
+
+def distilled_record(
+    item: Item,
+    prompt: str,
+    scores: Sequence[Score],
+    completions: Sequence[str],
+    style: str,
+    teacher: str,
+) -> dict[str, Any]:
+    """One item's line of ``distilled.jsonl``: its shortest verified chain (fewest characters,
+    then the earliest sample), or none, and the verdict of every rejected sample."""
+    verified = [score for score in scores if score.correct]
+    best = min(verified, key=lambda s: (len(completions[s.sample]), s.sample), default=None)
+    meta = item.metadata
+    return {
+        "id": item.id,
+        "case_id": meta["case_id"],
+        "direction": meta["direction"],
+        "style": str(style),
+        "method": meta["method"],
+        "depth": meta["depth"],
+        "control": [] if meta["control"] == "none" else meta["control"].split("+"),
+        "code": item.program,
+        "entry_point": item.entry,
+        "call": item.call,
+        "input": meta["input"],
+        "output": item.truth,
+        "prompt": prompt,
+        "hint": item.fields.get("hint"),
+        "verified": best is not None,
+        "n_tried": len(scores),
+        "kept": None
+        if best is None
+        else {"sample": best.sample, "completion": completions[best.sample], "answer": best.answer},
+        "rejected": [
+            {"sample": s.sample, "reason": s.reason.value, "detail": s.detail, "answer": s.answer}
+            for s in scores
+            if not s.correct
+        ],
+        "teacher": teacher,
+        "license": meta["license"],
+    }

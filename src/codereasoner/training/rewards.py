@@ -1,0 +1,433 @@
+"""Verifiable rewards for RL on synthesized cases: one batch scorer, a TRL and a verl front-end.
+
+The core, :func:`score_batch`, grades a whole generation batch through the task kinds
+``case_forward`` / ``case_backward`` (strict grading: the last ``<Answer>`` must be a literal, or
+a call with literal arguments, which then runs in the sandbox). Completions of one prompt form
+one grading plan, so a prompt's backward answers share one sandbox batch, and
+:func:`codereasoner.tasks.run_plans` spreads all plans over the pool's workers.
+
+Rewards: ``config.correct`` (2.0) for a right answer; 0.0 for anything else, including a
+truncated or over-long completion; ``None`` when the sandbox itself failed (an infrastructure
+fault, masked rather than scored as wrong).
+
+- :class:`CodeReasoningReward`: a TRL ``GRPOTrainer`` reward (picklable; opens its pool lazily
+  in the process that calls it);
+- :func:`compute_score`: verl's ``custom_reward_function`` (see
+  :mod:`codereasoner.training.verl_reward` for the module verl loads by path);
+- :func:`format_reward`, :func:`length_penalty`: optional, separate shaping terms.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import weakref
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from codereasoner import tasks
+from codereasoner.execution import Limits, Pool
+from codereasoner.tasks import Extracted, GradingPlan, Item, Reason, Score
+from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK
+
+__all__ = [
+    "COLUMNS",
+    "REWARD_LIMITS",
+    "CodeReasoningReward",
+    "RewardBatch",
+    "RewardConfig",
+    "Sample",
+    "compute_score",
+    "compute_score_batch",
+    "format_reward",
+    "length_penalty",
+    "samples_from_columns",
+    "score_batch",
+]
+
+# The dataset columns every RL row carries (the export writes exactly these).
+COLUMNS = ("direction", "code", "entry_point", "call", "target", "case_id")
+DIRECTIONS = {"forward": FORWARD_TASK, "backward": BACKWARD_TASK}
+# Per backward call. Synthesized cases run in milliseconds; a hang costs its probe plus this.
+REWARD_LIMITS = Limits(timeout_s=1.0, wall_timeout_s=2.0, memory_mb=512)
+STYLE = "reasoning"
+PARSE_FAILURES = frozenset({Reason.NO_ANSWER, Reason.NOT_LITERAL, Reason.WRONG_ENTRY})
+_PARSE_VALUES = frozenset(reason.value for reason in PARSE_FAILURES)
+TRUNCATED = "truncated"
+TOO_LONG = "too_long"
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """``correct``: the reward of a right answer; ``max_chars``: completions longer than this
+    score 0 without grading; ``limits``: each backward call's sandbox limits."""
+
+    correct: float = 2.0
+    max_chars: int = 16_000
+    limits: Limits = REWARD_LIMITS
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One completion and the columns of its dataset row; ``truncated``: generation stopped at
+    the length limit (known from the token ids, when the caller has them)."""
+
+    direction: str
+    code: str
+    entry_point: str
+    call: str
+    target: str
+    case_id: str
+    completion: str
+    truncated: bool = False
+
+    def item(self) -> Item:
+        try:
+            task = DIRECTIONS[self.direction]
+        except KeyError:
+            raise ValueError(
+                f"direction must be forward or backward, not {self.direction!r}"
+            ) from None
+        return Item(
+            self.case_id,
+            "rl",
+            task,
+            program=self.code,
+            entry=self.entry_point,
+            call=self.call,
+            truth=self.target,
+        )
+
+
+@dataclass
+class RewardBatch:
+    """Per-completion rewards (None: masked) and verdicts (None: not graded, ``cut`` says why),
+    plus the batch's metrics."""
+
+    rewards: list[float | None]
+    scores: list[Score | None]
+    cut: list[str | None]
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def reasons(self) -> list[str]:
+        """Each completion's outcome: a :class:`Reason` value, ``truncated`` or ``too_long``."""
+        return [_outcome(score, cut) for score, cut in zip(self.scores, self.cut, strict=True)]
+
+
+def score_batch(
+    samples: Sequence[Sample], pool: Pool, config: RewardConfig | None = None
+) -> RewardBatch:
+    """Grade every completion; backward answers of all prompts run together through ``pool``."""
+    config = config or RewardConfig()
+    cut = [_cut_reason(sample, config) for sample in samples]
+    groups: dict[Sample, list[int]] = {}
+    for index, sample in enumerate(samples):
+        if cut[index] is None:
+            groups.setdefault(_prompt_key(sample), []).append(index)
+    plans = [_plan(key, [samples[i] for i in members]) for key, members in groups.items()]
+    graded = tasks.run_plans(pool, plans, config.limits)
+    scores: list[Score | None] = [None] * len(samples)
+    for members, plan_scores in zip(groups.values(), graded, strict=True):
+        for index, score in zip(members, plan_scores, strict=True):
+            scores[index] = score
+    rewards = [_reward(score, config) for score in scores]
+    batch = RewardBatch(rewards, scores, cut)
+    batch.metrics = batch_metrics(samples, batch)
+    return batch
+
+
+def _cut_reason(sample: Sample, config: RewardConfig) -> str | None:
+    if sample.truncated:
+        return TRUNCATED
+    if len(sample.completion) > config.max_chars:
+        return TOO_LONG
+    return None
+
+
+def _prompt_key(sample: Sample) -> Sample:
+    """What the completions of one prompt share: the row without the completion."""
+    return replace(sample, completion="", truncated=False)
+
+
+def _plan(key: Sample, members: Sequence[Sample]) -> GradingPlan:
+    item = key.item()
+    kind = tasks.get(item.task)
+    answers: list[Extracted] = [kind.extract(item, s.completion, STYLE) for s in members]
+    return kind.plan(item, answers, "strict")
+
+
+def _reward(score: Score | None, config: RewardConfig) -> float | None:
+    if score is None:  # truncated or over-long: not graded
+        return 0.0
+    if score.reason is Reason.SANDBOX_ERROR:
+        return None
+    return config.correct if score.correct else 0.0
+
+
+def batch_metrics(samples: Sequence[Sample], batch: RewardBatch) -> dict[str, float]:
+    """Accuracy by direction (over graded, unmasked completions), rates of parse failures,
+    truncation and masking, and a count per outcome (``reasons/<reason>``)."""
+    total = max(len(samples), 1)
+    outcomes = batch.reasons()
+    metrics: dict[str, float] = {}
+    for direction in DIRECTIONS:
+        rewards = [
+            reward
+            for sample, reward in zip(samples, batch.rewards, strict=True)
+            if sample.direction == direction and reward is not None
+        ]
+        if rewards:
+            metrics[f"accuracy/{direction}"] = sum(r > 0 for r in rewards) / len(rewards)
+    counts = Counter(outcomes)
+    parse = sum(n for reason, n in counts.items() if reason in PARSE_FAILURES)
+    metrics["parse_failure_rate"] = parse / total
+    metrics["truncation_rate"] = (counts[TRUNCATED] + counts[TOO_LONG]) / total
+    metrics["masked_rate"] = counts[Reason.SANDBOX_ERROR.value] / total
+    metrics.update({f"reasons/{reason}": float(n) for reason, n in sorted(counts.items())})
+    return metrics
+
+
+def samples_from_columns(
+    completions: Sequence[str], columns: Mapping[str, Sequence[Any]], truncated: Sequence[bool]
+) -> list[Sample]:
+    """Samples from per-completion column lists (``COLUMNS``), as trainers pass them."""
+    missing = [name for name in COLUMNS if name not in columns]
+    if missing:
+        raise ValueError(f"the reward needs the dataset columns {', '.join(missing)}")
+    rows = zip(*(columns[name] for name in COLUMNS), completions, truncated, strict=True)
+    return [
+        Sample(str(d), str(c), str(e), str(k), str(t), str(i), text, cut)
+        for d, c, e, k, t, i, text, cut in rows
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# TRL
+# ---------------------------------------------------------------------------------------
+
+
+class CodeReasoningReward:
+    """A ``GRPOTrainer`` reward: ``reward(prompts=..., completions=..., completion_ids=...,
+    direction=..., code=..., ...)`` returns one float (or None, masked) per completion.
+
+    ``eos_token_ids``: the ids that end a completion (e.g. ``<|im_end|>`` and the pad id); a
+    completion whose ids do not end with one was cut at ``max_completion_length`` and scores 0.
+    Without them only ``config.max_chars`` applies. The sandbox pool opens on first call in the
+    calling process (never pickled); :meth:`close` (or the end of the process) stops it.
+    """
+
+    def __init__(
+        self,
+        config: RewardConfig | None = None,
+        *,
+        eos_token_ids: Collection[int] = (),
+        workers: int | None = None,
+        isolation: str = "auto",
+    ) -> None:
+        self.config = config or RewardConfig()
+        self.eos_token_ids = frozenset(eos_token_ids)
+        self.workers = workers
+        self.isolation = isolation
+        self.last: RewardBatch | None = None
+        self._pool: Pool | None = None
+        self._owner = 0
+
+    @property
+    def __name__(self) -> str:  # TRL's name for the reward: rewards/code_reasoning/mean
+        return "code_reasoning"
+
+    def pool(self) -> Pool:
+        if self._pool is None or self._owner != os.getpid():
+            # a forked child must not use (or close) its parent's workers
+            self._pool = Pool(self.workers, isolation=self.isolation)
+            self._owner = os.getpid()
+            weakref.finalize(self, _close_in, self._pool, self._owner)
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None and self._owner == os.getpid():
+            self._pool.close()
+        self._pool = None
+
+    def __enter__(self) -> CodeReasoningReward:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.update(_pool=None, _owner=0, last=None)
+        return state
+
+    def __call__(
+        self,
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] = (),
+        completion_ids: Sequence[Sequence[int]] | None = None,
+        *,
+        log_metric: Callable[[str, float], None] | None = None,
+        log_extra: Callable[[str, list[Any]], None] | None = None,
+        **columns: Any,
+    ) -> list[float | None]:
+        texts = [completion_text(completion) for completion in completions]
+        truncated = self._truncated(completion_ids, len(texts))
+        batch = score_batch(
+            samples_from_columns(texts, columns, truncated), self.pool(), self.config
+        )
+        self.last = batch
+        if log_metric is not None:
+            for name, value in batch.metrics.items():
+                log_metric(f"code_reasoning/{name}", value)
+        if log_extra is not None:
+            log_extra("outcome", batch.reasons())
+        return batch.rewards
+
+    def _truncated(self, ids: Sequence[Sequence[int]] | None, count: int) -> list[bool]:
+        if ids is None or not self.eos_token_ids:
+            return [False] * count
+        return [not row or row[-1] not in self.eos_token_ids for row in ids]
+
+
+def _close_in(pool: Pool, pid: int) -> None:
+    """Close ``pool`` at exit, only in the process that opened it (a forked child inherits the
+    finalizer, and must not stop its parent's workers)."""
+    if os.getpid() == pid:
+        pool.close()
+
+
+def _outcome(score: Score | None, cut: str | None) -> str:
+    return score.reason.value if score is not None else str(cut)
+
+
+def completion_text(completion: Any) -> str:
+    """A TRL completion's text: a plain string, or the content of a conversational reply."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Sequence) and completion and isinstance(completion[-1], Mapping):
+        return str(completion[-1].get("content", ""))
+    raise TypeError(f"unexpected completion {type(completion).__name__}")
+
+
+# ---------------------------------------------------------------------------------------
+# verl
+# ---------------------------------------------------------------------------------------
+
+_VERL_POOL: dict[int, Pool] = {}
+
+
+def _process_pool() -> Pool:
+    """One pool per process for verl's reward workers, closed when the process exits."""
+    pid = os.getpid()
+    if pid not in _VERL_POOL:
+        pool = Pool()
+        _VERL_POOL[pid] = pool
+        weakref.finalize(pool, _close_in, pool, pid)
+    return _VERL_POOL[pid]
+
+
+def verl_sample(
+    solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None
+) -> Sample:
+    info = dict(extra_info or {})
+    missing = [
+        name for name in ("code", "entry_point", "direction", "call", "case_id") if name not in info
+    ]
+    if missing:
+        raise ValueError(f"extra_info lacks {', '.join(missing)}")
+    target = info.get("target") if ground_truth is None else ground_truth
+    return Sample(
+        str(info["direction"]),
+        str(info["code"]),
+        str(info["entry_point"]),
+        str(info["call"]),
+        str(target),
+        str(info["case_id"]),
+        solution_str,
+    )
+
+
+def _verl_result(batch: RewardBatch, index: int) -> dict[str, Any]:
+    """verl's ``{"score": float, ...}``. verl has no masked reward: a sandbox failure scores 0.0
+    and is flagged ``sandbox_error`` so that it can be told apart from a wrong answer. Only
+    numbers: verl averages every key it is given."""
+    reward = batch.rewards[index]
+    return {
+        "score": 0.0 if reward is None else reward,
+        "correct": float(bool(reward)),
+        "sandbox_error": float(reward is None),
+        "parse_failure": float(_outcome(batch.scores[index], batch.cut[index]) in _PARSE_VALUES),
+        "truncated": float(batch.cut[index] is not None),
+    }
+
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """verl's ``custom_reward_function`` (naive / dapo managers): one solution, one score."""
+    sample = verl_sample(solution_str, ground_truth, extra_info)
+    batch = score_batch([sample], _process_pool(), _config(kwargs))
+    return _verl_result(batch, 0)
+
+
+def compute_score_batch(
+    data_sources: Sequence[str],
+    solution_strs: Sequence[str],
+    ground_truths: Sequence[Any],
+    extra_infos: Sequence[Mapping[str, Any] | None],
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
+    """verl's batch reward manager form: every solution of the step graded together."""
+    samples = [
+        verl_sample(solution, truth, info)
+        for solution, truth, info in zip(solution_strs, ground_truths, extra_infos, strict=True)
+    ]
+    batch = score_batch(samples, _process_pool(), _config(kwargs))
+    return [_verl_result(batch, index) for index in range(len(samples))]
+
+
+def _config(kwargs: Mapping[str, Any]) -> RewardConfig:
+    """``reward_kwargs`` from verl's config: ``correct`` and ``max_chars`` may be set there."""
+    defaults = RewardConfig()
+    return RewardConfig(
+        correct=float(kwargs.get("correct", defaults.correct)),
+        max_chars=int(kwargs.get("max_chars", defaults.max_chars)),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# optional shaping terms
+# ---------------------------------------------------------------------------------------
+
+_WELL_FORMED = re.compile(
+    r"\A\s*<Reasoning>(?:(?!</?Reasoning>|</?Answer>).)*</Reasoning>\s*"
+    r"<Answer>(?:(?!</?Answer>|</?Reasoning>).)+</Answer>\s*\Z",
+    re.S,
+)
+
+
+def format_reward(completions: Sequence[Any], weight: float = 1.0, **kwargs: Any) -> list[float]:
+    """``weight`` when a completion is exactly ``<Reasoning>…</Reasoning> <Answer>…</Answer>``
+    (each tag once, in order, nothing around them), else 0.0. A TRL reward function as is."""
+    return [weight if _WELL_FORMED.match(completion_text(c)) else 0.0 for c in completions]
+
+
+def length_penalty(
+    completion_ids: Sequence[Sequence[int]],
+    max_length: int,
+    buffer: int,
+    factor: float = 1.0,
+    **kwargs: Any,
+) -> list[float]:
+    """DAPO's soft over-long penalty: 0 up to ``max_length - buffer`` tokens, then a linear ramp
+    down to ``-factor`` at ``max_length``. Bind the sizes with ``functools.partial`` for TRL."""
+    if not 0 < buffer <= max_length:
+        raise ValueError("buffer must be in 1..max_length")
+    start = max_length - buffer
+    return [-factor * min(max(len(ids) - start, 0) / buffer, 1.0) for ids in completion_ids]

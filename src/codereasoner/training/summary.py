@@ -1,0 +1,76 @@
+"""What a distillation kept: acceptance by direction, method, control depth and rejection reason.
+
+``write_summary(out, records)`` writes ``distill_summary.json`` and ``distill_summary.png``
+(atomically) from the records of ``distilled.jsonl`` and returns the tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from codereasoner.synth.writer import write_atomic
+
+__all__ = ["acceptance", "write_summary"]
+
+Record = Mapping[str, Any]
+
+
+def acceptance(
+    records: Sequence[Record], key: Callable[[Record], str]
+) -> dict[str, dict[str, float]]:
+    """Per value of ``key``: items, accepted items and the accepted percentage."""
+    totals: Counter[str] = Counter(key(record) for record in records)
+    kept: Counter[str] = Counter(key(record) for record in records if record["verified"])
+    return {
+        name: {
+            "items": totals[name],
+            "accepted": kept[name],
+            "percent": round(100 * kept[name] / totals[name], 2),
+        }
+        for name in sorted(totals)
+    }
+
+
+def tables(records: Sequence[Record]) -> dict[str, Any]:
+    reasons = Counter(entry["reason"] for record in records for entry in record["rejected"])
+    return {
+        "by_direction": acceptance(records, lambda record: str(record["direction"])),
+        "by_method": acceptance(records, lambda record: str(record["method"])),
+        "by_depth": acceptance(records, lambda record: str(record["depth"])),
+        "rejections": dict(sorted(reasons.items(), key=lambda pair: (-pair[1], pair[0]))),
+        "samples": sum(int(record["n_tried"]) for record in records),
+    }
+
+
+def write_summary(out: Path, records: Sequence[Record]) -> dict[str, Any]:
+    found = tables(records)
+    write_atomic(out / "distill_summary.json", json.dumps(found, indent=2) + "\n")
+    _plot(found, out / "distill_summary.png")
+    return found
+
+
+def _plot(found: Mapping[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [
+        ("accepted % by direction", {k: v["percent"] for k, v in found["by_direction"].items()}),
+        ("accepted % by control depth", {k: v["percent"] for k, v in found["by_depth"].items()}),
+        ("rejected samples by reason", found["rejections"]),
+    ]
+    figure, axes = plt.subplots(len(panels), 1, figsize=(7, 2.6 * len(panels)))
+    for axis, (title, counts) in zip(axes, panels, strict=True):
+        labels = list(counts) or ["(none)"]
+        axis.bar(labels, [counts.get(label, 0) for label in labels], color="#4f81bd")
+        axis.set_title(title)
+    figure.tight_layout()
+    temporary = path.with_name(f".{path.name}.tmp.png")
+    figure.savefig(temporary, dpi=80, metadata={"Software": None})
+    plt.close(figure)
+    temporary.replace(path)
