@@ -75,7 +75,8 @@ $(VENV)/.dev: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 	touch $@ $(VENV)/.core
 
 # verl 0.9.1 pins transformers <5.11, so its reward test (tests/training/test_verl_reward.py)
-# runs in an environment of its own: torch first (the CPU wheel), then verl, then this project.
+# runs in an environment of its own: torch first (the local CPU wheel on the project's machines;
+# a CUDA build elsewhere), then verl, then this project.
 $(VERL_VENV)/.ready: pyproject.toml setup.py
 	test -x $(VERL_VENV)/bin/python || $(PYTHON) -m venv $(VERL_VENV)
 	$(VERL_VENV)/bin/python -m pip install -q torch==2.13.0

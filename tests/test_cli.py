@@ -134,3 +134,36 @@ def test_trace_of_a_runaway_loop_is_partial_and_exit_1(tmp_path: Path) -> None:
     assert done.returncode == 1
     payload = json.loads(done.stdout)
     assert payload["partial_reason"] == "max_steps" and len(payload["steps"]) == 30
+
+
+@pytest.mark.parametrize("command", ["distill", "score"])
+def test_error_lines_show_paths_as_typed(command: str, tmp_path: Path) -> None:
+    """A path that looks like markup ('[/x]') is printed as is, in one line, no traceback."""
+    folder = tmp_path / "[/x]" / "[bold]"
+    folder.mkdir(parents=True)
+    (folder / "cases.jsonl").write_text('{"id": 1}\n')
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "cruxeval"
+    argv = {
+        "distill": [
+            "distill",
+            "--teacher",
+            "oracle",
+            "--cases",
+            str(folder),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        "score": [
+            "score",
+            "--bench",
+            "cruxeval-o",
+            "-g",
+            str(folder / "missing.json"),
+            "--data-dir",
+            str(fixtures),
+        ],
+    }[command]
+    done = cli(*argv)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert str(folder) in line, line

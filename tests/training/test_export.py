@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import datasets  # the train extra: make test installs it
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -23,8 +24,6 @@ from codereasoner.training.export import (
     export,
     write_export,
 )
-
-datasets = pytest.importorskip("datasets")
 
 CODE = "def f(x):\n    return [0] * (x % 4)"
 

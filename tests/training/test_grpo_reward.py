@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trl  # noqa: F401  (the train extra: make test installs it)
 
 from codereasoner.execution import Pool
 from codereasoner.training.rewards import CodeReasoningReward, Sample, score_batch
 
-pytest.importorskip("trl")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

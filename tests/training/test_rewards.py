@@ -221,6 +221,12 @@ def test_the_trl_reward_reads_columns_ids_and_logs(pool: Pool) -> None:
     assert reward._pool is None
 
 
+def test_the_trl_reward_needs_eos_ids_to_see_truncation() -> None:
+    samples = [row("forward", "")]
+    with CodeReasoningReward(workers=1) as reward, pytest.raises(ValueError, match="eos_token_ids"):
+        reward(completions=[answer("173")], completion_ids=[[5, 6]], **columns(samples))
+
+
 def test_the_trl_reward_needs_the_columns() -> None:
     with CodeReasoningReward(workers=1) as reward, pytest.raises(ValueError, match="case_id"):
         reward(

@@ -89,8 +89,11 @@ def dump_json(payload: object, indent: int | None = None) -> str:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print one clear error line and exit non-zero."""
-    error_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print one clear error line and exit non-zero. The message is shown as typed: paths,
+    answers and exception texts in it are never read as markup (``[/x]``) or escapes."""
+    error_console.print(
+        f"[bold red]error:[/] {safe_markup(message)}", highlight=False, soft_wrap=True
+    )
     raise typer.Exit(code)
 
 

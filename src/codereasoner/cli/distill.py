@@ -135,7 +135,12 @@ def _print(summary: DistillSummary) -> None:
         ),
         highlight=False,
     )
-    for title, key in (("direction", "by_direction"), ("control depth", "by_depth")):
+    tables = (
+        ("direction", "by_direction"),
+        ("control depth", "by_depth"),
+        ("method type", "by_type"),
+    )
+    for title, key in tables:
         _table(title, summary.tables[key])
     reasons = summary.tables["rejections"]
     text = ", ".join(f"{name} {count}" for name, count in reasons.items()) or "none"

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from codereasoner.cli.common import fail, safe_markup, safe_text
+from codereasoner.cli.common import fail, safe_text
 from codereasoner.training.export import (
     DATASET_INFO,
     FORMATS,
@@ -63,7 +63,7 @@ def export_command(
             raise ExportError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
         summary = export(source, fmt, out, parse_directions(directions), force=force, split=split)
     except ExportError as exc:
-        fail(safe_markup(str(exc)))
+        fail(str(exc))
     typer.echo(safe_text(summary.line()))
 
 

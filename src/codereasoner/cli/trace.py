@@ -24,7 +24,6 @@ from codereasoner.cli.common import (
     open_pool,
     read_program_and_call,
     safe_cell,
-    safe_markup,
     safe_text,
 )
 from codereasoner.execution import ExecResult, Limits, Program, TraceOptions
@@ -109,7 +108,7 @@ def trace_command(
     with open_pool(workers=1, limits=limits, isolation=isolation) as pool:
         traced = trace_call(pool, Program(source, entry=parsed.entry), parsed, options)
     if traced.trace is None:
-        fail(safe_markup(f"no trace: the call ended with {traced.result.describe()}"), code=1)
+        fail(f"no trace: the call ended with {traced.result.describe()}", code=1)
     trace = traced.trace
     if as_json:
         typer.echo(dump_json(trace.to_dict()))

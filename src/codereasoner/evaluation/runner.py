@@ -18,6 +18,7 @@ prompt mode, limit); it may add benchmarks and change ``n`` (a larger ``n`` reus
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -34,6 +35,7 @@ from codereasoner.evaluation.store import ItemRow, RunStore
 from codereasoner.execution import Limits, Pool, SandboxUnavailable
 from codereasoner.models.base import Backend, Completion, Request, Sampling
 from codereasoner.models.base import prompt_hash as hash_prompt
+from codereasoner.synth.writer import FolderBusy, exclusive
 from codereasoner.tasks import Extracted, Extraction, Grading, Item, Score
 
 __all__ = [
@@ -233,8 +235,10 @@ class Runner:
         events: Events | None = None,
         *,
         pool_factory: Callable[[], Pool] | None = None,
+        lock: bool = True,
     ) -> None:
-        """``pool_factory``: the sandbox pool to grade with (left open); default: a new one."""
+        """``pool_factory``: the sandbox pool to grade with (left open); default: a new one.
+        ``lock``: hold ``run_dir``'s lock while running (False: the caller holds it)."""
         if settings.n < 1:
             raise RunError(f"--n {settings.n}: expected at least 1 sample per item")
         if settings.limit is not None and settings.limit < 1:
@@ -248,6 +252,8 @@ class Runner:
         self.settings = settings
         self.events: Events = events or _Quiet()
         self.pool_factory = pool_factory
+        self._lock = contextlib.ExitStack()
+        self._locking = lock
         self._pool: Pool | None = None
         self.plans = [self._resolve(name) for name in settings.benchmarks]
         self.store: RunStore | None = None
@@ -312,10 +318,17 @@ class Runner:
         if self.store is not None:
             self.store.close()
             self.store = None
+        self._lock.close()
 
     def run(self) -> RunSummary:
-        """Run every benchmark; marks the run ``done``, or ``failed`` with the message."""
+        """Run every benchmark; marks the run ``done``, or ``failed`` with the message. Refuses
+        (RunError) while another process writes into ``run_dir``."""
         self.check_resumable()
+        if self._locking:
+            try:
+                self._lock.enter_context(exclusive(self.run_dir))
+            except FolderBusy as exc:
+                raise RunError(str(exc)) from None
         store = self.store = RunStore(self.run_dir, create=True)
         previous = store.run()
         config = self.settings.config()

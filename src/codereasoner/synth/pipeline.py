@@ -53,7 +53,7 @@ from codereasoner.synth.mutate import select_mutants
 from codereasoner.synth.records import build_record, canonical_output, drop_line
 from codereasoner.synth.setorder import perturbed
 from codereasoner.synth.summary import Summary, write_summary
-from codereasoner.synth.writer import RunWriter, dump_line
+from codereasoner.synth.writer import RunWriter, dump_line, exclusive
 
 HASH_SEEDS = (0, 1)
 # Versions of the checks whose rules are not settings: a directory written by a version with
@@ -428,6 +428,7 @@ def run(
     started = time.monotonic()
     out = config.out
     with ExitStack() as stack:
+        stack.enter_context(exclusive(out))  # FolderBusy while another run writes there
         if source is None:
             source = make_source(config)
             if hasattr(source, "close"):

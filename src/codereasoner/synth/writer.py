@@ -9,9 +9,11 @@ the output is byte-identical to an uninterrupted run's.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +28,41 @@ class OutputError(ValueError):
     """The output directory cannot be used (other settings, foreign files, damaged state)."""
 
 
+class FolderBusy(OutputError):
+    """Another process is writing into the output folder; the message is one line."""
+
+
+LOCK_FILE = ".lock"
+
+
+@contextlib.contextmanager
+def exclusive(folder: Path) -> Iterator[None]:
+    """Hold ``folder``'s lock (created with the folder) while writing into it, so that two runs
+    never write one output folder at once; FolderBusy at once when another process holds it.
+    The kernel drops the lock when its holder dies, SIGKILL included."""
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = open(folder / LOCK_FILE, "a")  # noqa: SIM115 - held open for the lock's lifetime
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise FolderBusy(
+            f"{folder}: another run is writing into this folder; wait for it to "
+            "end or choose another output folder"
+        ) from None
+    try:
+        yield
+    finally:
+        handle.close()  # closing the only descriptor releases the lock
+
+
 def dump_line(record: Mapping[str, Any]) -> str:
     """One JSONL line: compact, ASCII-only, keys in the order given (deterministic)."""
     return json.dumps(record, ensure_ascii=True, separators=(", ", ": ")) + "\n"
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file or a folder (a folder: so that a rename into it is durable)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -47,7 +78,7 @@ def write_atomic(path: Path, text: str) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_path(path.parent)
 
 
 class RunWriter:

@@ -51,6 +51,7 @@ class Reason(StrEnum):
     CORRECT = "correct"
     WRONG = "wrong_value"
     NO_ANSWER = "no_answer"  # extraction found nothing
+    TRUNCATED = "truncated"  # training: the completion was cut at the token limit
     NOT_LITERAL = "not_a_literal"  # strict grading: not a literal / not a literal call
     WRONG_ENTRY = "wrong_entry"  # strict grading: a call of another function
     SYNTAX_ERROR = "syntax_error"  # the official assertion does not compile

@@ -24,10 +24,18 @@ from codereasoner.tasks.common import Grade, PlannedTask, found_or_failure
 from codereasoner.tasks.grading import strict_call, strict_value
 from codereasoner.tasks.oracle import THOUGHT, style_name, truth_text
 
-__all__ = ["BACKWARD_TASK", "FORWARD_TASK", "CaseBackward", "CaseForward", "ReasoningStyle"]
+__all__ = [
+    "BACKWARD_TASK",
+    "DIRECTIONS",
+    "FORWARD_TASK",
+    "CaseBackward",
+    "CaseForward",
+    "ReasoningStyle",
+]
 
 FORWARD_TASK = "case_forward"
 BACKWARD_TASK = "case_backward"
+DIRECTIONS = {"forward": FORWARD_TASK, "backward": BACKWARD_TASK}  # direction -> task kind
 _ANSWER = re.compile(r"<Answer>(.*?)</Answer>", re.S)
 
 

@@ -21,13 +21,12 @@ from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.records import read_jsonl
 from codereasoner.execution import CallSyntaxError, Pool, Program, TraceOptions, parse_call
 from codereasoner.tasks import Item
-from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK
+from codereasoner.tasks.case_reasoning import DIRECTIONS
 from codereasoner.trace import to_text, trace_batches
 
 __all__ = ["CASES_FILE", "DIRECTIONS", "Case", "case_items", "read_cases", "trace_hints"]
 
 CASES_FILE = "cases.jsonl"
-DIRECTIONS = {"forward": FORWARD_TASK, "backward": BACKWARD_TASK}
 BENCHMARK = "cases"  # Item.benchmark of every training item
 HINT_CHARS = 4_000  # a trace shown to the teacher is cut (saying so) beyond this
 _FIELDS: dict[str, type | tuple[type, ...]] = {

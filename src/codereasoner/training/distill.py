@@ -17,9 +17,10 @@ resumed run writes the same bytes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,11 @@ from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark, Stops
 from codereasoner.benchmarks.cache import DataUnavailable, Source
 from codereasoner.evaluation.runner import Events, RunError, Runner, RunSettings
-from codereasoner.evaluation.store import RunStore
+from codereasoner.evaluation.store import RunStore, StoredCompletion
 from codereasoner.execution import Pool, SandboxUnavailable
 from codereasoner.models.base import Backend, Sampling
-from codereasoner.synth.writer import write_atomic
-from codereasoner.tasks import Item, Score
+from codereasoner.synth.writer import FolderBusy, exclusive, write_atomic
+from codereasoner.tasks import Item, Reason, Score
 from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK, ReasoningStyle
 from codereasoner.training.cases import BENCHMARK, CASES_FILE, case_items, read_cases, trace_hints
 from codereasoner.training.summary import write_summary
@@ -90,6 +91,11 @@ class DistillSummary:
         }
 
 
+def _truncated(score: Score) -> Score:
+    detail = "cut at --max-tokens" + ("; its answer was right" if score.correct else "")
+    return replace(score, correct=False, reason=Reason.TRUNCATED, detail=detail)
+
+
 def cases_folder(path: Path) -> Path:
     return path.parent if path.name == CASES_FILE else path
 
@@ -128,6 +134,7 @@ class Distiller:
             case_items(self.cases[:0], settings.directions)  # validates the directions
         except ValueError as exc:
             raise RunError(str(exc)) from None
+        self._lock = contextlib.ExitStack()
         self._own_pool = pool is None
         self._pool = pool
         self._bench: Benchmark | None = None
@@ -147,6 +154,7 @@ class Distiller:
         if self._pool is not None and self._own_pool:
             self._pool.close()
         self._pool = None
+        self._lock.close()
 
     def pool(self) -> Pool:
         if self._pool is None:
@@ -221,15 +229,21 @@ class Distiller:
             workers=settings.workers,
             isolation=settings.isolation,
         )
-        runner = Runner(self.out, self.backend, run, self.events, pool_factory=self.pool)
+        runner = Runner(
+            self.out, self.backend, run, self.events, pool_factory=self.pool, lock=False
+        )
         runner.check_resumable()
         self._runner = runner
         return runner
 
     def run(self) -> DistillSummary:
+        """Distil (see the module); RunError while another process writes into ``out``."""
         runner = self.prepare()
         settings = self.settings
-        self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            self._lock.enter_context(exclusive(self.out))  # held until close()
+        except FolderBusy as exc:
+            raise RunError(str(exc)) from None
         write_atomic(self.out / SETTINGS, json.dumps(settings.fixed(), indent=2) + "\n")
         with runner:
             result = runner.run()
@@ -244,7 +258,7 @@ class Distiller:
                 item,
                 plan.prompts[item.id],
                 scores[item.id],
-                [texts[(plan.hashes[item.id], s)].text for s in range(settings.k)],
+                [texts[(plan.hashes[item.id], s)] for s in range(settings.k)],
                 settings.style,
                 self.backend.model_id,
             )
@@ -268,14 +282,20 @@ def distilled_record(
     item: Item,
     prompt: str,
     scores: Sequence[Score],
-    completions: Sequence[str],
+    samples: Sequence[StoredCompletion],
     style: str,
     teacher: str,
 ) -> dict[str, Any]:
     """One item's line of ``distilled.jsonl``: its shortest verified chain (fewest characters,
-    then the earliest sample), or none, and the verdict of every rejected sample."""
-    verified = [score for score in scores if score.correct]
+    then the earliest sample), or none, and the verdict of every rejected sample. A chain the
+    token limit cut is rejected (``truncated``) even when its answer is right: it would teach
+    an unfinished chain."""
+    completions = [sample.text for sample in samples]
+    cut = {sample.sample for sample in samples if sample.finish_reason == "length"}
+    verdicts = [_truncated(score) if score.sample in cut else score for score in scores]
+    verified = [score for score in verdicts if score.correct]
     best = min(verified, key=lambda s: (len(completions[s.sample]), s.sample), default=None)
+    scores = verdicts
     meta = item.metadata
     return {
         "id": item.id,

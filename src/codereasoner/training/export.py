@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codereasoner.synth.writer import fsync_path
+
 DISTILLED = "distilled.jsonl"
 DIRECTIONS = ("forward", "backward")
 # verl picks the reward function by this column (``data.reward_fn_key=data_source``).
@@ -387,14 +389,6 @@ def _jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
     )
 
 
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
@@ -445,7 +439,7 @@ def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
     )
     table = pa.Table.from_pylist(rows, schema=schema)
     pq.write_table(table, str(path))
-    _fsync_path(path)
+    fsync_path(path)
 
 
 def _import_pyarrow() -> Any:
@@ -497,7 +491,7 @@ def write_export(out: Path, fmt: str, rows: list[dict[str, Any]]) -> tuple[Path,
         try:
             _write_bytes(built / data_name, _jsonl(rows))
             _write_bytes(built / DATASET_INFO, (json.dumps(info, indent=2) + "\n").encode())
-            _fsync_path(built)
+            fsync_path(built)
             _replace_folder(built, out)
         except BaseException:
             shutil.rmtree(built, ignore_errors=True)
@@ -518,7 +512,7 @@ def write_export(out: Path, fmt: str, rows: list[dict[str, Any]]) -> tuple[Path,
                 temporary.unlink()
             raise
         files = (out,)
-    _fsync_path(out.parent)
+    fsync_path(out.parent)
     return files
 
 

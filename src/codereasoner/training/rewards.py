@@ -30,7 +30,7 @@ from typing import Any
 from codereasoner import tasks
 from codereasoner.execution import Limits, Pool
 from codereasoner.tasks import Extracted, GradingPlan, Item, Reason, Score
-from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK
+from codereasoner.tasks.case_reasoning import DIRECTIONS
 
 __all__ = [
     "COLUMNS",
@@ -49,7 +49,6 @@ __all__ = [
 
 # The dataset columns every RL row carries (the export writes exactly these).
 COLUMNS = ("direction", "code", "entry_point", "call", "target", "case_id")
-DIRECTIONS = {"forward": FORWARD_TASK, "backward": BACKWARD_TASK}
 # Per backward call. Synthesized cases run in milliseconds; a hang costs its probe plus this.
 REWARD_LIMITS = Limits(timeout_s=1.0, wall_timeout_s=2.0, memory_mb=512)
 STYLE = "reasoning"
@@ -286,8 +285,14 @@ class CodeReasoningReward:
         return batch.rewards
 
     def _truncated(self, ids: Sequence[Sequence[int]] | None, count: int) -> list[bool]:
-        if ids is None or not self.eos_token_ids:
+        if ids is None:
             return [False] * count
+        if not self.eos_token_ids:  # cut completions would score as if complete
+            raise ValueError(
+                "CodeReasoningReward: completion_ids arrived but no eos_token_ids were given; "
+                "pass eos_token_ids=[tokenizer.eos_token_id, ...] so that truncated "
+                "completions score 0"
+            )
         return [not row or row[-1] not in self.eos_token_ids for row in ids]
 
 

@@ -1,4 +1,5 @@
-"""What a distillation kept: acceptance by direction, method, control depth and rejection reason.
+"""What a distillation kept: acceptance by direction, method (and its type), control depth and
+rejection reason.
 
 ``write_summary(out, records)`` writes ``distill_summary.json`` and ``distill_summary.png``
 (atomically) from the records of ``distilled.jsonl`` and returns the tables.
@@ -40,6 +41,7 @@ def tables(records: Sequence[Record]) -> dict[str, Any]:
     return {
         "by_direction": acceptance(records, lambda record: str(record["direction"])),
         "by_method": acceptance(records, lambda record: str(record["method"])),
+        "by_type": acceptance(records, lambda record: str(record["method"]).split(".")[0]),
         "by_depth": acceptance(records, lambda record: str(record["depth"])),
         "rejections": dict(sorted(reasons.items(), key=lambda pair: (-pair[1], pair[0]))),
         "samples": sum(int(record["n_tried"]) for record in records),
@@ -62,6 +64,7 @@ def _plot(found: Mapping[str, Any], path: Path) -> None:
     panels = [
         ("accepted % by direction", {k: v["percent"] for k, v in found["by_direction"].items()}),
         ("accepted % by control depth", {k: v["percent"] for k, v in found["by_depth"].items()}),
+        ("accepted % by method type", {k: v["percent"] for k, v in found["by_type"].items()}),
         ("rejected samples by reason", found["rejections"]),
     ]
     figure, axes = plt.subplots(len(panels), 1, figsize=(7, 2.6 * len(panels)))
