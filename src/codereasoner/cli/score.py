@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from codereasoner import benchmarks, tasks
+from codereasoner import benchmarks
 from codereasoner.benchmarks import Metrics
 from codereasoner.cli.common import DATA_DIR_OPTION, console, emit_report, fail, open_pool
 from codereasoner.cli.score_options import ScoreOptions
@@ -30,7 +30,7 @@ from codereasoner.evaluation.reports import (
     pass_report,
 )
 from codereasoner.evaluation.scoring import default_ks
-from codereasoner.tasks import Extracted, Grading, Item
+from codereasoner.tasks import Grading, Item
 from codereasoner.tasks.plans import Memo
 
 
@@ -171,11 +171,8 @@ def _check_applies(bench: benchmarks.Benchmark, family: Family, **given: object)
 def _score_pass(
     bench: benchmarks.Benchmark, items: list[Item], options: ScoreOptions
 ) -> PassReport:
-    def extract(item: Item, text: str) -> Extracted:
-        return tasks.get(item.task).extract(item, text, options.style, options.extraction)
-
     try:
-        fmt, answers = read_generations(options.generations, items, extract)
+        fmt, answers = read_generations(options.generations, items, options.extract)
         ks = options.ks or default_ks(answers)
         check_ks(ks, answers)
     except (GenerationsError, ValueError) as exc:
@@ -219,11 +216,8 @@ def _score_core(
     """Answers are literals compared here (no sandbox), under the project grading and the
     ancestor's."""
 
-    def extract(item: Item, text: str) -> Extracted:
-        return tasks.get(item.task).extract(item, text, options.style, options.extraction)
-
     try:
-        fmt, answers = read_generations(options.generations, items, extract)
+        fmt, answers = read_generations(options.generations, items, options.extract)
         return core_report(bench, items, answers, str(options.generations), fmt)
     except (GenerationsError, ValueError) as exc:
         fail(str(exc))

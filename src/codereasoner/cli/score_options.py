@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from codereasoner import tasks
 from codereasoner.execution import Limits
-from codereasoner.tasks import Extraction, Grading
+from codereasoner.tasks import Extracted, Extraction, Grading, Item
 
 
 @dataclass(frozen=True)
@@ -21,3 +22,7 @@ class ScoreOptions:
     show_strict: bool
     workers: int | None
     isolation: str
+
+    def extract(self, item: Item, text: str) -> Extracted:
+        """A completion's answer, by the item's task kind, in the chosen style and mode."""
+        return tasks.get(item.task).extract(item, text, self.style, self.extraction)

@@ -9,13 +9,13 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from codereasoner import benchmarks, tasks
+from codereasoner import benchmarks
 from codereasoner.cli.common import console, fail, open_pool
 from codereasoner.cli.score_options import ScoreOptions
 from codereasoner.evaluation.generations import GenerationsError
 from codereasoner.evaluation.reports import RevalReport, reval_report
 from codereasoner.evaluation.reval_scoring import read_reval_generations, score_reval
-from codereasoner.tasks import Extracted, Item
+from codereasoner.tasks import Item
 
 __all__ = ["print_reval", "score_reval_file"]
 
@@ -25,11 +25,8 @@ def score_reval_file(
 ) -> RevalReport:
     """Read and grade the generations (JSON Lines or REval's logs); exit 2 on bad input."""
 
-    def extract(item: Item, text: str) -> Extracted:
-        return tasks.get(item.task).extract(item, text, options.style, options.extraction)
-
     try:
-        found = read_reval_generations(options.generations, items, extract)
+        found = read_reval_generations(options.generations, items, options.extract)
     except GenerationsError as exc:
         fail(str(exc))
     started = time.perf_counter()

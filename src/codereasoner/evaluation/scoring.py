@@ -61,9 +61,7 @@ class Scored:
         }
 
     def by_category(self, ks: Sequence[int]) -> dict[str, dict[str, float]]:
-        categories = {
-            item.id: str(item.metadata.get(self.benchmark.breakdown, "?")) for item in self.items
-        }
+        categories = {item.id: self.benchmark.category(item) for item in self.items}
         table = breakdown(self.counts, categories, ks, small_n=self.small_n)
         return {
             name: {key: value if key == "items" else 100 * value for key, value in row.items()}

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from codereasoner import values
 
@@ -69,6 +69,9 @@ class Reason(StrEnum):
     OUTPUT_LIMIT = "output_limit"
     KILLED = "killed"
     SANDBOX_ERROR = "sandbox_error"  # infrastructure failure, not the answer's fault
+
+
+StyleT = TypeVar("StyleT", bound=StrEnum)
 
 
 @dataclass(frozen=True)
@@ -205,12 +208,17 @@ def fill(template_name: str, fields: Mapping[str, str]) -> str:
     return template(template_name).format_map(dict(fields))
 
 
-def check_style(style: Style | str, supported: tuple[Style, ...]) -> Style:
-    """The style, or ValueError naming the supported ones."""
-    chosen = Style(style)
+def check_style(style: StyleT | str, supported: tuple[StyleT, ...]) -> StyleT:
+    """The style, as the enum ``supported`` is drawn from; ValueError naming the supported ones
+    when it is not one of them."""
+    value = str(getattr(style, "value", style))
+    names = ", ".join(s.value for s in supported)
+    try:
+        chosen = type(supported[0])(value)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; expected one of {names}") from None
     if chosen not in supported:
-        names = ", ".join(s.value for s in supported)
-        raise ValueError(f"style {chosen.value!r} not supported here; expected one of {names}")
+        raise ValueError(f"style {value!r} not supported here; expected one of {names}")
     return chosen
 
 

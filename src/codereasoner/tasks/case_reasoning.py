@@ -19,7 +19,14 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
-from codereasoner.tasks.base import Extracted, Extraction, Grading, Item, ParseFailure
+from codereasoner.tasks.base import (
+    Extracted,
+    Extraction,
+    Grading,
+    Item,
+    ParseFailure,
+    check_style,
+)
 from codereasoner.tasks.common import Grade, PlannedTask, found_or_failure
 from codereasoner.tasks.grading import strict_call, strict_value
 from codereasoner.tasks.oracle import THOUGHT, style_name, truth_text
@@ -77,16 +84,6 @@ _QUESTIONS = {
 _GIVEN = {FORWARD_TASK: "Call: {call}\n\n", BACKWARD_TASK: "Returned value: {output}\n\n"}
 
 
-def check_reasoning_style(style: ReasoningStyle | str) -> ReasoningStyle:
-    try:
-        return ReasoningStyle(style_name(style))
-    except ValueError:
-        names = ", ".join(s.value for s in ReasoningStyle)
-        raise ValueError(
-            f"style {style_name(style)!r} not supported here; expected one of {names}"
-        ) from None
-
-
 def last_answer(text: str) -> Extracted:
     """The stripped content of the last ``<Answer>…</Answer>``; a failure when there is none or
     it is empty."""
@@ -101,7 +98,7 @@ class _CaseKind(PlannedTask):
     styles = tuple(ReasoningStyle)
 
     def prompt(self, item: Item, style: ReasoningStyle | str = ReasoningStyle.REASONING) -> str:
-        chosen = check_reasoning_style(style)
+        chosen = check_style(style, self.styles)
         fields = {
             "code": item.program,
             "call": item.call,
@@ -123,7 +120,7 @@ class _CaseKind(PlannedTask):
         style: ReasoningStyle | str = ReasoningStyle.REASONING,
         mode: Extraction | str = Extraction.OFFICIAL,
     ) -> Extracted:
-        check_reasoning_style(style)
+        check_style(style, self.styles)
         Extraction(mode)  # every mode reads the last <Answer>: the prompt asks for the tags
         return last_answer(text)
 

@@ -24,7 +24,15 @@ from codereasoner.tasks import Item
 from codereasoner.tasks.case_reasoning import DIRECTIONS
 from codereasoner.trace import to_text, trace_batches
 
-__all__ = ["CASES_FILE", "DIRECTIONS", "Case", "case_items", "read_cases", "trace_hints"]
+__all__ = [
+    "CASES_FILE",
+    "DIRECTIONS",
+    "Case",
+    "case_items",
+    "check_directions",
+    "read_cases",
+    "trace_hints",
+]
 
 CASES_FILE = "cases.jsonl"
 BENCHMARK = "cases"  # Item.benchmark of every training item
@@ -109,18 +117,22 @@ def _case(where: str, record: Mapping[str, Any]) -> Case:
     )
 
 
+def check_directions(directions: Sequence[str]) -> None:
+    """ValueError unless ``directions`` names forward and/or backward, and nothing else."""
+    if not directions or any(name not in DIRECTIONS for name in directions):
+        raise ValueError(
+            f"--directions: expected forward and/or backward, got "
+            f"{','.join(directions) or 'nothing'}"
+        )
+
+
 def case_items(
     cases: Iterable[Case],
     directions: Sequence[str],
     hints: Mapping[str, str] | None = None,
 ) -> list[Item]:
     """One item per case and direction, case by case (forward before backward)."""
-    unknown = [name for name in directions if name not in DIRECTIONS]
-    if unknown or not directions:
-        raise ValueError(
-            f"--directions: expected forward and/or backward, got "
-            f"{','.join(directions) or 'nothing'}"
-        )
+    check_directions(directions)
     items = []
     for case in cases:
         for direction in (name for name in DIRECTIONS if name in directions):

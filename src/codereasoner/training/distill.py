@@ -34,7 +34,14 @@ from codereasoner.models.base import Backend, Sampling
 from codereasoner.synth.writer import FolderBusy, exclusive, write_atomic
 from codereasoner.tasks import Item, Reason, Score
 from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK, ReasoningStyle
-from codereasoner.training.cases import BENCHMARK, CASES_FILE, case_items, read_cases, trace_hints
+from codereasoner.training.cases import (
+    BENCHMARK,
+    CASES_FILE,
+    case_items,
+    check_directions,
+    read_cases,
+    trace_hints,
+)
 from codereasoner.training.summary import write_summary
 
 __all__ = ["DISTILLED", "DistillSettings", "DistillSummary", "Distiller", "cases_folder"]
@@ -131,7 +138,7 @@ class Distiller:
         if not self.cases:
             raise RunError(f"{self.folder / CASES_FILE}: no cases")
         try:
-            case_items(self.cases[:0], settings.directions)  # validates the directions
+            check_directions(settings.directions)
         except ValueError as exc:
             raise RunError(str(exc)) from None
         self._lock = contextlib.ExitStack()

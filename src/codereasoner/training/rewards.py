@@ -54,7 +54,7 @@ REWARD_LIMITS = Limits(timeout_s=1.0, wall_timeout_s=2.0, memory_mb=512)
 STYLE = "reasoning"
 PARSE_FAILURES = frozenset({Reason.NO_ANSWER, Reason.NOT_LITERAL, Reason.WRONG_ENTRY})
 _PARSE_VALUES = frozenset(reason.value for reason in PARSE_FAILURES)
-TRUNCATED = "truncated"
+TRUNCATED = Reason.TRUNCATED.value
 TOO_LONG = "too_long"
 
 
