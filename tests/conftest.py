@@ -25,3 +25,27 @@ def pool() -> Iterator[Pool]:
 def fallback_pool() -> Iterator[Pool]:
     with Pool(1, isolation="fallback", limits=Limits(timeout_s=1.0, memory_mb=256)) as shared:
         yield shared
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random Qwen2-style model with a locally trained tokenizer (training.md, section 3)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from codereasoner.training.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-qwen2"))
+
+
+def synth_cases(out: Path, n: int, seed: int) -> Path:
+    """A small offline synthesis into ``out`` through the real command (no decontamination)."""
+    from typer.testing import CliRunner
+
+    from codereasoner.cli import app
+
+    args = ["synth", "--generator", "offline", "--n", str(n), "--seed", str(seed), "--out"]
+    done = CliRunner().invoke(app, [*args, str(out), "--no-decontam"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    return out

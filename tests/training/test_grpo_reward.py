@@ -96,7 +96,7 @@ def teach(model_dir: Path, out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def taught_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.models.tiny_model import build_tiny_model
+    from codereasoner.training.tiny import build_tiny_model
 
     base = build_tiny_model(tmp_path_factory.mktemp("tiny-qwen2"))
     return teach(base, tmp_path_factory.mktemp("taught"))

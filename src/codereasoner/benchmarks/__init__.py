@@ -10,8 +10,11 @@ A new benchmark is one ``Benchmark(...)`` declaration: add it to a family module
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from codereasoner import tasks
-from codereasoner.benchmarks import core, cruxeval, livecodebench, reval
+from codereasoner.benchmarks import cases, core, cruxeval, livecodebench, reval
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.spec import Benchmark, Clock, Metrics, Stops
 
@@ -25,6 +28,7 @@ __all__ = [
     "get",
     "names",
     "register",
+    "standing_in",
     "unregister",
 ]
 
@@ -36,10 +40,31 @@ def register(bench: Benchmark) -> Benchmark:
     declaration itself checks its other fields)."""
     if bench.name in REGISTRY and REGISTRY[bench.name] is not bench:
         raise ValueError(f"benchmark {bench.name!r} is already registered")
-    for name in bench.tasks:
-        tasks.get(name)  # raises naming the known kinds
+    _check_tasks(bench)
     REGISTRY[bench.name] = bench
     return bench
+
+
+def _check_tasks(bench: Benchmark) -> None:
+    for name in bench.tasks:
+        tasks.get(name)  # raises naming the known kinds
+
+
+@contextlib.contextmanager
+def standing_in(bench: Benchmark) -> Iterator[Benchmark]:
+    """``bench`` registered in place of the benchmark of its name (a run's own variant of a
+    declaration, such as distillation's cases with their hints) until the block ends; then the
+    original again, in its place, or none if there was none."""
+    _check_tasks(bench)
+    original = REGISTRY.get(bench.name)
+    REGISTRY[bench.name] = bench
+    try:
+        yield bench
+    finally:
+        if original is not None:
+            REGISTRY[bench.name] = original
+        elif REGISTRY.get(bench.name) is bench:
+            del REGISTRY[bench.name]
 
 
 def unregister(name: str) -> Benchmark:
@@ -62,6 +87,6 @@ def get(name: str) -> Benchmark:
         ) from None
 
 
-for _family in (cruxeval, livecodebench, reval, core):
+for _family in (cruxeval, livecodebench, reval, core, cases):
     for _bench in _family.BENCHMARKS:
         register(_bench)

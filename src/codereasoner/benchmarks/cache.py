@@ -28,6 +28,7 @@ TIMEOUT_S = 60.0
 ROWS_PAGE = 100  # the Hugging Face dataset viewer serves at most 100 rows per request
 _CHUNK = 1 << 16
 LOCAL_HINT = "pass --data-dir to use local files"
+LOCAL = "local"  # Source.kind of data with no upstream: only --data-dir supplies it
 
 
 class DataUnavailable(Exception):
@@ -38,8 +39,9 @@ class DataUnavailable(Exception):
 class Source:
     """One data file and where upstream serves it.
 
-    ``kind``: ``file`` (fetched byte for byte) or ``hf-rows`` (the Hugging Face dataset viewer's
-    ``/rows`` API, paged, written as JSON Lines in row order).
+    ``kind``: ``file`` (fetched byte for byte), ``hf-rows`` (the Hugging Face dataset viewer's
+    ``/rows`` API, paged, written as JSON Lines in row order) or ``local`` (no upstream: the
+    user's own files, never fetched; ``url`` then says what ``--data-dir`` must be).
     """
 
     filename: str
@@ -110,15 +112,19 @@ def locate(
 ) -> dict[str, Path]:
     """Paths of the dataset's files: from ``data_dir`` as given, else the verified cache."""
     if data_dir is not None:
-        paths = {source.filename: Path(data_dir) / source.filename for source in sources}
-        for name, path in paths.items():
+        paths = {}
+        for source in sources:
+            path = paths[source.filename] = Path(data_dir) / source.filename
             if not path.is_file():
-                raise DataUnavailable(
-                    f"{path}: not found (the {dataset} data directory must hold {name})"
-                )
+                expected = f"the {dataset} data directory must hold {source.filename}"
+                if source.kind == LOCAL:
+                    expected = f"--data-dir must be {source.url}"
+                raise DataUnavailable(f"{path}: not found ({expected})")
         return paths
     paths = {}
     for entry in status(dataset, sources, cache):
+        if entry.source.kind == LOCAL:
+            raise no_download(entry.source)
         if not entry.verified:
             if not download:
                 raise DataUnavailable(
@@ -135,6 +141,8 @@ def fetch(
 ) -> Path:
     """Download one file into the cache (or ``folder``), check it, and record it in the
     folder's manifest."""
+    if source.kind == LOCAL:
+        raise no_download(source)
     folder = folder if folder is not None else (cache or cache_root()) / dataset
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / source.filename
@@ -166,6 +174,12 @@ def fetch(
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return target
+
+
+def no_download(source: Source) -> DataUnavailable:
+    return DataUnavailable(
+        f"nothing to download: the data is local ({source.url}), given with --data-dir"
+    )
 
 
 @contextlib.contextmanager

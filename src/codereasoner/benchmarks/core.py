@@ -445,7 +445,7 @@ def _declare(
         "mean of runs (upstream: 3); on the 60-problem release, not the paper's 91",
         metrics=Metrics.INVARIANCE_TRANSPARENCY,
         extraction=Extraction.ROBUST,
-        extractions=(Extraction.OFFICIAL, Extraction.ROBUST),
+        extractions=(Extraction.OFFICIAL, Extraction.ROBUST, Extraction.ANSWER_TAG),
         group_by=("problem",),
     )
 

@@ -277,7 +277,7 @@ BENCHMARKS = (
         stops=Stops(raw=("[/ANSWER]",)),
         limits=LIMITS,
         clock=Clock.CPU,
-        extractions=(Extraction.OFFICIAL, Extraction.ROBUST),
+        extractions=(Extraction.OFFICIAL, Extraction.ROBUST, Extraction.ANSWER_TAG),
         group_by=("task_id", "input_idx"),
     ),
 )

@@ -16,6 +16,7 @@ from codereasoner.cli import (
     score,
     synth,
     trace,
+    train,
 )
 
 app = typer.Typer(
@@ -36,6 +37,7 @@ synth.register(app)
 evaluate.register(app)
 distill.register(app)
 export.register(app)
+train.register(app)
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from codereasoner import benchmarks
-from codereasoner.benchmarks.cache import LOCAL_HINT, DataUnavailable, fetch
+from codereasoner.benchmarks.cache import LOCAL, LOCAL_HINT, DataUnavailable, fetch
 from codereasoner.cli.common import console, fail
 
 bench_app = typer.Typer(help="Describe and fetch benchmarks.", no_args_is_help=True)
@@ -25,6 +25,8 @@ def _get(name: str) -> benchmarks.Benchmark:
 
 
 def _cache_word(bench: benchmarks.Benchmark) -> str:
+    if all(source.kind == LOCAL for source in bench.sources):
+        return "local"
     entries = bench.cache_status()
     if all(entry.verified for entry in entries):
         return "cached"
@@ -122,6 +124,9 @@ def show_command(
             text = ", ".join(f"{k} {v}" for k, v in value.items())
         table.add_row(key, escape(str(text)))
     for entry in info["files"]:
+        if entry["kind"] == LOCAL:
+            table.add_row(f"file {entry['name']}", escape(f"local only: {entry['url']}"))
+            continue
         state = (
             "verified"
             if entry["verified"]

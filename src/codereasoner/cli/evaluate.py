@@ -33,6 +33,7 @@ from codereasoner.models import (
     parse_spec,
     spec_help,
 )
+from codereasoner.tasks.base import extraction_modes
 
 
 class Bars:
@@ -105,7 +106,10 @@ def eval_command(
     ] = "direct",
     extraction: Annotated[
         str | None,
-        typer.Option(help="official, official-openai or robust (default: official; CoRE: robust)."),
+        typer.Option(
+            help=f"{extraction_modes()} (default: official; CoRE: robust); answer-tag reads "
+            "the last <Answer> block, for models trained by codereasoner train."
+        ),
     ] = None,
     grading: Annotated[
         str,

@@ -8,20 +8,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from codereasoner.cli.common import console, error_console, fail
 
 if TYPE_CHECKING:
-    from codereasoner.evaluation.report import Run
+    from codereasoner.evaluation.report import Run, Table3
 
 
 def report_command(
     runs: Annotated[
         list[Path],
         typer.Argument(
-            help="Run directories (or their run.sqlite files); one column each.", show_default=False
+            help="Run directories (or their run.sqlite files); one column each (table3: a row).",
+            show_default=False,
         ),
     ],
     out: Annotated[
@@ -33,11 +35,36 @@ def report_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the scores as JSON instead of tables.")
     ] = False,
+    layout: Annotated[
+        str,
+        typer.Option(
+            help="benchmarks (a row per benchmark and metric, a column per run) or table3 "
+            "(CodeReasoner's Table 3: a row per run, each benchmark's headline score, their avg)."
+        ),
+    ] = "benchmarks",
+    labels: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            help="A run's label, repeated in the order of the runs (the first --label names the "
+            "first run); the others: the model (table3: the run's folder name).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report (scores, pass@k, breakdowns, plots, failures)."""
     # Imported here: matplotlib should not slow down every other command's start.
-    from codereasoner.evaluation.report import ReportDataError, load_runs, write_report
+    from codereasoner.evaluation.report import (
+        LAYOUTS,
+        ReportDataError,
+        choose_labels,
+        load_runs,
+        table3,
+        write_report,
+    )
 
+    if layout not in LAYOUTS:
+        fail(f"--layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
     if examples < 0:
         fail(f"--examples: expected 0 or more, got {examples}")
     if out.is_dir():
@@ -50,24 +77,32 @@ def report_command(
     with spinner:
         try:
             loaded = load_runs(runs, examples)
+            named = choose_labels(loaded, labels or [], layout)
         except ReportDataError as exc:
             fail(str(exc))
+        table = table3(loaded, named) if layout == "table3" else None
         try:
-            written = write_report(loaded, out)
+            written = write_report(loaded, out, named, table)
         except OSError as exc:
             fail(f"--out {out}: cannot write the report ({exc.strerror or exc})")
     if as_json:
-        typer.echo(json.dumps(summary(loaded, written), indent=2))
+        typer.echo(json.dumps(summary(loaded, named, written, table), indent=2))
         return
-    _print_tables(loaded)
+    _print_runs(loaded, named)
+    if table is None:
+        _print_tables(loaded, named)
+    else:
+        _print_table3(table)
     console.print(f"report: {escape(str(written))}", highlight=False, soft_wrap=True)
 
 
-def summary(runs: list[Run], written: Path) -> dict[str, Any]:
-    """What the tables show, as JSON: scores per benchmark, metric and run; failure counts."""
-    from codereasoner.evaluation.report.data import benchmark_names, metric_names, run_labels
+def summary(
+    runs: list[Run], labels: list[str], written: Path, table: Table3 | None = None
+) -> dict[str, Any]:
+    """What the tables show, as JSON: scores per benchmark, metric and run; failure counts; the
+    Table 3 layout (``table3``) when given."""
+    from codereasoner.evaluation.report.data import benchmark_names, metric_names
 
-    labels = run_labels(runs)
     scores: dict[str, Any] = {}
     failures: dict[str, Any] = {}
     for name in benchmark_names(runs):
@@ -97,21 +132,49 @@ def summary(runs: list[Run], written: Path) -> dict[str, Any]:
         ],
         "scores": scores,
         "failures": failures,
+        **({} if table is None else {"table3": table.to_dict()}),
     }
 
 
-def _print_tables(runs: list[Run]) -> None:
-    from codereasoner.evaluation.report.data import (
-        benchmark_names,
-        best_values,
-        metric_names,
-        run_labels,
-    )
-
-    labels = run_labels(runs)
+def _print_runs(runs: list[Run], labels: list[str]) -> None:
     for label, run in zip(labels, runs, strict=True):
         state = "" if run.status == "done" else f" [yellow]({escape(run.status)})[/]"
         console.print(f"{escape(label)}: {escape(str(run.path))}{state}", highlight=False)
+
+
+def _print_table3(table: Table3) -> None:
+    from codereasoner.evaluation.report.table3 import average_text, score_text
+
+    shown = Table(
+        title="Table 3 layout: headline score per benchmark (percent)", title_justify="left"
+    )
+    shown.add_column("run")
+    for column in table.columns:
+        shown.add_column(f"{escape(column.benchmark)}\n{escape(column.metric)}", justify="right")
+    shown.add_column("avg", justify="right")
+    best, best_avg = table.best()
+    for index, row in enumerate(table.rows):
+        cells = [_bold(score_text(score), index in best[c]) for c, score in enumerate(row.scores)]
+        shown.add_row(escape(row.label), *cells, _bold(average_text(row), index in best_avg))
+    # Wider than the terminal rather than a cell cut short: every score must stay readable.
+    needed = console.measure(shown, options=console.options.update_width(10_000)).maximum
+    wide = Console(
+        file=console.file,
+        width=max(console.width, needed),
+        force_terminal=console.is_terminal,
+        color_system=console.color_system,  # type: ignore[arg-type]  # the names it accepts
+    )
+    wide.print(shown)
+    console.print(escape(table.footnote()), highlight=False, soft_wrap=True)
+
+
+def _bold(text: str, best: bool) -> str:
+    return f"[bold green]{text}[/]" if best else text
+
+
+def _print_tables(runs: list[Run], labels: list[str]) -> None:
+    from codereasoner.evaluation.report.data import benchmark_names, best_values, metric_names
+
     table = Table(title="scores per benchmark (best of each row in bold)", title_justify="left")
     table.add_column("benchmark")
     table.add_column("metric")

@@ -31,6 +31,7 @@ from codereasoner.evaluation.reports import (
 )
 from codereasoner.evaluation.scoring import default_ks
 from codereasoner.tasks import Grading, Item
+from codereasoner.tasks.base import extraction_modes
 from codereasoner.tasks.plans import Memo
 
 
@@ -87,8 +88,8 @@ def score_command(
     extraction: Annotated[
         str | None,
         typer.Option(
-            help="Extraction of completions: official, official-openai or robust (default: the "
-            "benchmark's, robust for CoRE, official elsewhere)."
+            help=f"Extraction of completions: {extraction_modes()} (default: the benchmark's, "
+            "robust for CoRE, official elsewhere); answer-tag reads the last <Answer> block."
         ),
     ] = None,
     copies: Annotated[

@@ -36,6 +36,15 @@ class Extraction(StrEnum):
     OFFICIAL = "official"  # upstream HF/vLLM post-processing, quirks included
     OFFICIAL_OPENAI = "official-openai"  # upstream OpenAI path (CRUXEval): last-line fallback
     ROBUST = "robust"  # project rules: first [ANSWER] block, parsed assertion, prose cut
+    # models trained by ``codereasoner train``: the last <Answer>…</Answer> block, read by the
+    # robust rules
+    ANSWER_TAG = "answer-tag"
+
+
+def extraction_modes() -> str:
+    """The extraction modes as help texts list them: ``official, ..., robust or answer-tag``."""
+    names = [mode.value for mode in Extraction]
+    return f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 class Grading(StrEnum):

@@ -9,16 +9,17 @@ The prompts are the project's own (CodeReasoner publishes none; its answers go i
 Unlike the benchmarks' official prompts they state the answer's form (a literal; a call with
 literal arguments) and the tags, and may carry a hint, our exact trace of the call.
 
-Extraction takes the last ``<Answer>…</Answer>``. Grading is strict, whatever is asked: a forward
+Extraction takes the last closed ``<Answer>…</Answer>`` (tag names in any case), whatever the
+mode. Grading is strict, whatever is asked: a forward
 answer is parsed as a literal and compared here; a backward answer is parsed as a call with
 literal arguments and run in the sandbox, its value compared here. Nothing is evaluated.
 """
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 
+from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
     Extracted,
     Extraction,
@@ -43,7 +44,6 @@ __all__ = [
 FORWARD_TASK = "case_forward"
 BACKWARD_TASK = "case_backward"
 DIRECTIONS = {"forward": FORWARD_TASK, "backward": BACKWARD_TASK}  # direction -> task kind
-_ANSWER = re.compile(r"<Answer>(.*?)</Answer>", re.S)
 
 
 class ReasoningStyle(StrEnum):
@@ -85,9 +85,9 @@ _GIVEN = {FORWARD_TASK: "Call: {call}\n\n", BACKWARD_TASK: "Returned value: {out
 
 
 def last_answer(text: str) -> Extracted:
-    """The stripped content of the last ``<Answer>…</Answer>``; a failure when there is none or
-    it is empty."""
-    found = _ANSWER.findall(text)
+    """The stripped content of the last closed ``<Answer>…</Answer>``; a failure when there is
+    none (a cut-off answer is none: rewards must not pay for it) or it is empty."""
+    found = extraction.answer_tag_blocks(text, closed=True)
     if not found:
         return ParseFailure("no <Answer>…</Answer>", text)
     return found_or_failure(found[-1].strip(), "empty <Answer>", text, empty_ok=False)

@@ -6,15 +6,18 @@
   only in their template, their extraction functions and their failure message (the rules all
   four share, an unfinished CoT and the ``[ANSWER]`` tags, are in each kind's functions, see
   :mod:`codereasoner.tasks.reval_extraction`);
-- :func:`found_or_failure` and :func:`anti_copy_grader`: the extraction and grading steps the
-  CRUXEval-style kinds repeat.
+- :func:`found_or_failure`, :func:`robust_answer` and :func:`anti_copy_grader`: the extraction
+  and grading steps the CRUXEval-style kinds repeat (:func:`robust_answer`: the robust rules on
+  the whole text, or on the last ``<Answer>`` block under ``Extraction.ANSWER_TAG``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
     Answer,
     Extracted,
@@ -35,6 +38,8 @@ if TYPE_CHECKING:
     from codereasoner.execution import Pool
 
 Grade = Callable[[int, str], Score | Job]
+ROBUST_MODES = frozenset({Extraction.ROBUST, Extraction.ANSWER_TAG})  # read by the robust rules
+NO_ANSWER_TAG = "no <Answer>…</Answer> block"
 
 
 def found_or_failure(
@@ -44,6 +49,25 @@ def found_or_failure(
     also an empty string unless ``empty_ok``)."""
     missing = found is None if empty_ok else not found
     return ParseFailure(reason, text) if missing else Answer(found)  # type: ignore[arg-type]
+
+
+def robust_answer(
+    text: str,
+    mode: Extraction,
+    read: Callable[[str], str | None],
+    missing: str,
+    *,
+    empty_ok: bool = True,
+) -> Extracted:
+    """A kind's robust rule ``read`` on the completion (``ROBUST``) or on its last ``<Answer>``
+    block (``ANSWER_TAG``: a failure when there is none); ``missing`` as in
+    :func:`found_or_failure`."""
+    if mode is not Extraction.ANSWER_TAG:
+        return found_or_failure(read(text), missing, text, empty_ok=empty_ok)
+    block = extraction.answer_tag_block(text)
+    if block is None:
+        return ParseFailure(NO_ANSWER_TAG, text)
+    return found_or_failure(read(block), missing, text, empty_ok=empty_ok)
 
 
 def anti_copy_grader(
@@ -94,7 +118,8 @@ class RevalKind(PlannedTask):
 
     The template is ``reval/{style}_{name}.txt``; official extraction is ``official(text,
     cot=...)``; robust extraction is ``robust(text)`` (:meth:`robust_for` when it needs the item)
-    and fails with ``missing`` when it finds nothing (or an empty answer).
+    and fails with ``missing`` when it finds nothing (or an empty answer); answer-tag extraction
+    is the robust one on the last ``<Answer>`` block.
     """
 
     name: str
@@ -114,9 +139,10 @@ class RevalKind(PlannedTask):
         mode: Extraction | str = Extraction.OFFICIAL,
     ) -> Extracted:
         cot = check_style(style, self.styles) is Style.COT
-        if Extraction(mode) is Extraction.ROBUST:
-            found = self.robust_for(item, text)
-            return found_or_failure(found, self.missing, text, empty_ok=False)
+        chosen = Extraction(mode)
+        if chosen in ROBUST_MODES:
+            read = functools.partial(self.robust_for, item)
+            return robust_answer(text, chosen, read, self.missing, empty_ok=False)
         return Answer(self.official(text, cot=cot))
 
     def robust_for(self, item: Item, text: str) -> str | None:

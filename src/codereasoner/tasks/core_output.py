@@ -13,7 +13,8 @@ literal (:func:`read_value`) and never evaluated. Two gradings (benchmarks.md §
   ``null``) is where upstream crashes, scored ``bad_truth`` (wrong).
 
 ``Extraction.OFFICIAL`` is the ancestor's regex (for its own fenced prompts); CoRE publishes no
-extraction, so ``Extraction.ROBUST`` (the project rule) is the default.
+extraction, so ``Extraction.ROBUST`` (the project rule) is the default. ``Extraction.ANSWER_TAG``
+applies the project rule to the last ``<Answer>`` block, which may also hold the bare value.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from codereasoner.tasks.base import (
     Score,
     fill,
 )
-from codereasoner.tasks.common import Grade, PlannedTask
+from codereasoner.tasks.common import NO_ANSWER_TAG, Grade, PlannedTask
 from codereasoner.tasks.grading import is_python_literal
 from codereasoner.tasks.oracle import THOUGHT, style_name, truth_text
 from codereasoner.tasks.plans import GradingPlan, verdict
@@ -135,6 +136,23 @@ def extract_answer(text: str) -> Extracted:
     if found is None:
         return ParseFailure("no 'assert ... == X' line and no 'Answer: X' line", text)
     return Answer(_tidy(found))
+
+
+def extract_tagged(text: str) -> Extracted:
+    """The answer-tag rule for both CoRE task kinds: :func:`extract_answer` on the last
+    ``<Answer>`` block; a block with no assertion and no ``Answer:`` line is the answer itself
+    (models trained in the project's format state the bare value there)."""
+    block = extraction.answer_tag_block(text)
+    if block is None:
+        return ParseFailure(NO_ANSWER_TAG, text)
+    found = extract_answer(block)
+    return found if isinstance(found, Answer) else Answer(_tidy(block))
+
+
+def extract_core(text: str, mode: Extraction) -> Extracted:
+    """The project rule (``ROBUST``, and ``OFFICIAL`` for the probes: the ancestor has none) or
+    the answer-tag rule."""
+    return extract_tagged(text) if mode is Extraction.ANSWER_TAG else extract_answer(text)
 
 
 def ancestor_output(text: str) -> Extracted:
@@ -246,8 +264,12 @@ class CoreOutput(CoreKind):
         core_style(style)
         chosen = Extraction(mode)
         if chosen is Extraction.OFFICIAL_OPENAI:
-            raise ValueError("CoRE extraction: 'robust' (project rule) or 'official' (ancestor)")
-        return ancestor_output(text) if chosen is Extraction.OFFICIAL else extract_answer(text)
+            raise ValueError(
+                "CoRE extraction: 'robust' (project rule), 'answer-tag' or 'official' (ancestor)"
+            )
+        if chosen is Extraction.OFFICIAL:
+            return ancestor_output(text)
+        return extract_core(text, chosen)
 
     def oracle(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
         # Fenced so the ancestor's regex (``== X`` then a fence) finds it too.

@@ -26,7 +26,7 @@ from codereasoner.tasks.core_output import (
     CoreKind,
     CoreStyle,
     core_style,
-    extract_answer,
+    extract_core,
     oracle_preface,
     read_value,
 )
@@ -163,10 +163,9 @@ class CoreProbe(CoreKind):
         style: CoreStyle | str = CoreStyle.DIRECT,
         mode: Extraction | str = Extraction.ROBUST,
     ) -> Extracted:
-        """The project rule under every mode (the ancestor has no probes)."""
+        """The project rule under every mode but answer-tag (the ancestor has no probes)."""
         core_style(style)
-        Extraction(mode)
-        return extract_answer(text)
+        return extract_core(text, Extraction(mode))
 
     def oracle(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
         return f"{oracle_preface(style)}Answer: {truth_text(item)}\n"

@@ -4,7 +4,9 @@ Upstream functions restate benchmarks.md §2.4 (CRUXEval) and §3.5/§3.6 (LiveC
 fail: they return a string, possibly empty or unparsable, that grading then judges. The robust
 functions look for the asserted value the way a reader would (first ``[ANSWER]`` block, code
 fences removed, the ``assert ... == X`` statement parsed with :mod:`ast`, trailing prose cut) and
-return ``None`` when there is no answer. Nothing here evaluates model text.
+return ``None`` when there is no answer. :func:`answer_tag_block` finds the ``<Answer>`` block
+that models trained in the project's case format end with (``--extraction answer-tag``); the
+kinds then read it with their robust rules. Nothing here evaluates model text.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import re
 
 __all__ = [
     "answer_blocks",
+    "answer_tag_block",
+    "answer_tag_blocks",
     "between",
     "cruxeval_input",
     "cruxeval_output",
@@ -30,6 +34,9 @@ _MAX_STATEMENT_LINES = 200
 _MAX_CUTS = 200
 _FENCE = re.compile(r"^\s*(```|~~~|\[/?PYTHON\])")
 _WORDS = frozenset({"True", "False", "None", "true", "false", "null", "inf", "nan", "NaN"})
+# A block's content holds no opening tag: an ``<Answer>`` quoted in the reasoning (a string
+# method replacing the tag, say) does not swallow the text up to the real block.
+_ANSWER_TAG = re.compile(r"<answer>((?:(?!<answer>).)*?)(</answer>|\Z)", re.IGNORECASE | re.DOTALL)
 _ANSWER_LINE = re.compile(
     r"^\W*(?:final\s+)?(?:answer|output)\W*?[:=][\s*`]*(.+?)[\s*`]*$", re.IGNORECASE
 )
@@ -151,6 +158,23 @@ def answer_blocks(text: str) -> list[str]:
     else:
         blocks = [text.split("[/ANSWER]", 1)[0]]
     return ["\n".join(ln for ln in b.split("\n") if not _FENCE.match(ln)) for b in blocks]
+
+
+def answer_tag_blocks(text: str, *, closed: bool = False) -> list[str]:
+    """The stripped contents of the ``<Answer>…</Answer>`` blocks, in order (tag names in any
+    case). A final ``<Answer>`` never closed runs to the end of the text, unless ``closed``."""
+    return [
+        found.group(1).strip()
+        for found in _ANSWER_TAG.finditer(text)
+        if found.group(2) or not closed
+    ]
+
+
+def answer_tag_block(text: str) -> str | None:
+    """The last closed ``<Answer>`` block's content, else a final unclosed one's
+    (:func:`answer_tag_blocks`); None when the text has none or it is empty."""
+    blocks = answer_tag_blocks(text, closed=True) or answer_tag_blocks(text)
+    return (blocks[-1] or None) if blocks else None
 
 
 def _parse(source: str, mode: str = "exec") -> ast.AST | None:

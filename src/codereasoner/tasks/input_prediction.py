@@ -6,6 +6,8 @@ literal calls of one item in one batch) and comparing the returned value here.
 
 from __future__ import annotations
 
+import functools
+
 from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
     Answer,
@@ -17,7 +19,13 @@ from codereasoner.tasks.base import (
     check_style,
     fill,
 )
-from codereasoner.tasks.common import Grade, PlannedTask, anti_copy_grader, found_or_failure
+from codereasoner.tasks.common import (
+    ROBUST_MODES,
+    Grade,
+    PlannedTask,
+    anti_copy_grader,
+    robust_answer,
+)
 from codereasoner.tasks.grading import strict_call
 from codereasoner.tasks.oracle import style_name, tagged, truth_text
 
@@ -46,8 +54,9 @@ class InputPrediction(PlannedTask):
     ) -> Extracted:
         cot = check_style(style, self.styles) is Style.COT
         chosen = Extraction(mode)
-        if chosen is Extraction.ROBUST:
-            return found_or_failure(extraction.robust_call(text, self.entry), "no call found", text)
+        if chosen in ROBUST_MODES:
+            read = functools.partial(extraction.robust_call, entry=self.entry)
+            return robust_answer(text, chosen, read, "no call found")
         openai = chosen is Extraction.OFFICIAL_OPENAI
         return Answer(extraction.cruxeval_input(text, cot=cot, openai=openai))
 

@@ -18,7 +18,13 @@ from codereasoner.tasks.base import (
     check_style,
     fill,
 )
-from codereasoner.tasks.common import Grade, PlannedTask, anti_copy_grader, found_or_failure
+from codereasoner.tasks.common import (
+    ROBUST_MODES,
+    Grade,
+    PlannedTask,
+    anti_copy_grader,
+    robust_answer,
+)
 from codereasoner.tasks.grading import strict_value
 from codereasoner.tasks.oracle import style_name, tagged, truth_text
 
@@ -62,8 +68,8 @@ class OutputPrediction(PlannedTask):
     ) -> Extracted:
         cot = check_style(style, self.styles) is Style.COT
         chosen = Extraction(mode)
-        if chosen is Extraction.ROBUST:
-            return found_or_failure(extraction.robust_value(text), "no asserted value", text)
+        if chosen in ROBUST_MODES:
+            return robust_answer(text, chosen, extraction.robust_value, "no asserted value")
         if self.dialect == "livecodebench":
             return Answer(extraction.lcb_execution(text, cot=cot))
         openai = chosen is Extraction.OFFICIAL_OPENAI

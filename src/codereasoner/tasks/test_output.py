@@ -4,6 +4,8 @@ input, predict the test's output. No solution code exists; the gold output is JS
 
 from __future__ import annotations
 
+import functools
+
 from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
     Extracted,
@@ -16,7 +18,13 @@ from codereasoner.tasks.base import (
     check_style,
     fill,
 )
-from codereasoner.tasks.common import Grade, PlannedTask, found_or_failure
+from codereasoner.tasks.common import (
+    ROBUST_MODES,
+    Grade,
+    PlannedTask,
+    found_or_failure,
+    robust_answer,
+)
 from codereasoner.tasks.grading import official_expression, strict_value
 from codereasoner.tasks.oracle import truth_text
 from codereasoner.tasks.plans import Job, verdict
@@ -50,9 +58,10 @@ class TestOutputPrediction(PlannedTask):
     ) -> Extracted:
         """Upstream keeps the last ``assert`` line or the first fenced block (maybe multi-line)."""
         check_style(style, self.styles)
-        if Extraction(mode) is Extraction.ROBUST:
-            found = extraction.robust_value(text, last=True)
-            return found_or_failure(found, "no asserted value", text)
+        chosen = Extraction(mode)
+        if chosen in ROBUST_MODES:
+            read = functools.partial(extraction.robust_value, last=True)
+            return robust_answer(text, chosen, read, "no asserted value")
         found = extraction.lcb_test_output(text, codellama=codellama)
         return found_or_failure(found, "no assert line or code block", text, empty_ok=False)
 

@@ -4,8 +4,9 @@
     with Distiller(Path("runs/distill"), backend, settings) as distiller:
         summary = distiller.run()
 
-The cases become forward and backward items (:mod:`codereasoner.training.cases`), declared as a
-benchmark of their own (``cases``) and run through the evaluation runner: ``k`` teacher samples
+The cases become forward and backward items (:mod:`codereasoner.training.cases`) of the cases
+benchmark (:mod:`codereasoner.benchmarks.cases`; for the run, a variant with these directions
+and hints stands in the registry) and run through the evaluation runner: ``k`` teacher samples
 per item, each stored in ``OUT/run.sqlite`` as it arrives and verified by its task kind (a
 literal compared in the parent; a literal call run in the sandbox). A killed run resumes without
 asking the teacher again. From the stored verdicts, ``OUT/distilled.jsonl`` keeps, per item, the
@@ -19,21 +20,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from codereasoner import benchmarks
-from codereasoner.benchmarks import Benchmark, Stops
-from codereasoner.benchmarks.cache import DataUnavailable, Source
+from codereasoner.benchmarks import Benchmark
+from codereasoner.benchmarks.cache import DataUnavailable
+from codereasoner.benchmarks.cases import CASES, cases_folder
 from codereasoner.evaluation.runner import Events, RunError, Runner, RunSettings
 from codereasoner.evaluation.store import RunStore, StoredCompletion
 from codereasoner.execution import Pool, SandboxUnavailable
 from codereasoner.models.base import Backend, Sampling
 from codereasoner.synth.writer import FolderBusy, exclusive, write_atomic
 from codereasoner.tasks import Item, Reason, Score
-from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK, ReasoningStyle
+from codereasoner.tasks.case_reasoning import ReasoningStyle
 from codereasoner.training.cases import (
     BENCHMARK,
     CASES_FILE,
@@ -67,11 +69,12 @@ class DistillSettings:
 
     def fixed(self) -> dict[str, Any]:
         """What a resumed run must repeat (the runner checks sampling and prompts itself)."""
-        return {
-            "cases": str(cases_folder(self.cases).resolve() / CASES_FILE),
-            "directions": list(self.directions),
-            "hint": self.hint,
-        }
+        # keyword form: these are the settings' field names
+        return dict(
+            cases=str(cases_folder(self.cases).resolve() / CASES_FILE),
+            directions=list(self.directions),
+            hint=self.hint,
+        )
 
 
 @dataclass
@@ -101,10 +104,6 @@ class DistillSummary:
 def _truncated(score: Score) -> Score:
     detail = "cut at --max-tokens" + ("; its answer was right" if score.correct else "")
     return replace(score, correct=False, reason=Reason.TRUNCATED, detail=detail)
-
-
-def cases_folder(path: Path) -> Path:
-    return path.parent if path.name == CASES_FILE else path
 
 
 class Distiller:
@@ -142,9 +141,9 @@ class Distiller:
         except ValueError as exc:
             raise RunError(str(exc)) from None
         self._lock = contextlib.ExitStack()
+        self._declared = contextlib.ExitStack()  # the run's benchmark, in the registry
         self._own_pool = pool is None
         self._pool = pool
-        self._bench: Benchmark | None = None
         self._runner: Runner | None = None
 
     def __enter__(self) -> Distiller:
@@ -155,9 +154,7 @@ class Distiller:
 
     def close(self) -> None:
         self._runner = None
-        if self._bench is not None:
-            benchmarks.unregister(self._bench.name)
-            self._bench = None
+        self._declared.close()
         if self._pool is not None and self._own_pool:
             self._pool.close()
         self._pool = None
@@ -187,33 +184,16 @@ class Distiller:
                 )
 
     def _declare(self) -> Benchmark:
+        """The cases benchmark over this run's cases, directions and hints."""
         hints = trace_hints(self.pool(), self.cases) if self.settings.hint == "trace" else None
-        cases, directions = self.cases, self.settings.directions
-
-        def parse(paths: Mapping[str, Path]) -> list[Item]:
-            return case_items(cases, directions, hints)
-
-        bench = Benchmark(
-            name=BENCHMARK,
-            title="Synthesized cases",
-            description="forward (input -> output) and backward (output -> input) reasoning "
-            "over the cases of a synthesis run",
-            tasks=(FORWARD_TASK, BACKWARD_TASK),
-            dataset="cases",
-            sources=(Source(CASES_FILE, "file:local"),),
-            parse=parse,
-            license="the cases' own (each distilled record keeps it)",
+        items = case_items(self.cases, self.settings.directions, hints)
+        return replace(
+            CASES,
+            parse=lambda paths: items,
             upstream=str(self.folder),
-            counts={"items": len(cases) * len(directions)},
-            breakdown="direction",
-            breakdown_note="forward or backward",
+            counts={"items": len(items)},
             metric_note="pass@k x 100 of the teacher's samples",
-            stops=Stops(),
-            group_by=("case_id",),
         )
-        if BENCHMARK in benchmarks.REGISTRY:  # a previous Distiller of this process
-            benchmarks.unregister(BENCHMARK)
-        return benchmarks.register(bench)
 
     def prepare(self) -> Runner:
         """Declare the items and check the folder's run against these settings (RunError),
@@ -221,7 +201,7 @@ class Distiller:
         self.check_resumable()
         if self._runner is not None:
             return self._runner
-        self._bench = self._declare()
+        self._declared.enter_context(benchmarks.standing_in(self._declare()))
         settings = self.settings
         run = RunSettings(
             benchmarks=(BENCHMARK,),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import weakref
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -321,16 +322,22 @@ def completion_text(completion: Any) -> str:
 # ---------------------------------------------------------------------------------------
 
 _VERL_POOL: dict[int, Pool] = {}
+_VERL_POOL_LOCK = threading.Lock()  # verl's naive manager scores from several threads at once
+# Sandbox workers per verl reward process (verl runs several reward processes per node).
+WORKERS_ENV = "CODEREASONER_REWARD_WORKERS"
 
 
 def _process_pool() -> Pool:
-    """One pool per process for verl's reward workers, closed when the process exits."""
+    """One pool per process for verl's reward workers, closed when the process exits; its
+    size is ``$CODEREASONER_REWARD_WORKERS`` (default: one worker per core)."""
     pid = os.getpid()
-    if pid not in _VERL_POOL:
-        pool = Pool()
-        _VERL_POOL[pid] = pool
-        weakref.finalize(pool, _close_in, pool, pid)
-    return _VERL_POOL[pid]
+    with _VERL_POOL_LOCK:
+        if pid not in _VERL_POOL:
+            workers = os.environ.get(WORKERS_ENV)
+            pool = Pool(int(workers) if workers else None)
+            _VERL_POOL[pid] = pool
+            weakref.finalize(pool, _close_in, pool, pid)
+        return _VERL_POOL[pid]
 
 
 def verl_sample(

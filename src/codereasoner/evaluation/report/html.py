@@ -31,6 +31,7 @@ from codereasoner.evaluation.report.data import (
     metric_names,
     run_labels,
 )
+from codereasoner.evaluation.report.table3 import Table3, average_text, score_text
 
 SHOWN_CHARS = 20_000  # longer prompts and completions are cut, saying so
 
@@ -58,9 +59,12 @@ dt { font-weight: 700; margin-top: 6px; }
 """
 
 
-def render(runs: Sequence[Run]) -> str:
-    """The report page for ``runs`` (columns in the order given)."""
-    labels = run_labels(runs)
+def render(
+    runs: Sequence[Run], labels: Sequence[str] | None = None, table: Table3 | None = None
+) -> str:
+    """The report page for ``runs`` (columns in the order given, named ``labels``: by default
+    :func:`run_labels`), with ``table`` (the Table 3 layout) first when given."""
+    labels = list(labels) if labels is not None else run_labels(runs)
     names = benchmark_names(runs)
     anchors = _anchors(runs, names)
     parts = [
@@ -73,7 +77,8 @@ def render(runs: Sequence[Run]) -> str:
         f'<p class="muted">{len(runs)} run(s), {len(names)} benchmark(s). Every score links '
         "to example failures of that run and benchmark. Higher is better everywhere; the best "
         "value of a row is marked \u2605.</p>",
-        _nav(names),
+        _nav(names, table is not None),
+        _table3_section(table) if table is not None else "",
         _runs_section(runs, labels),
         _scores_section(runs, labels, names, anchors),
     ]
@@ -91,11 +96,17 @@ def render(runs: Sequence[Run]) -> str:
     )
 
 
-def write_report(runs: Sequence[Run], out: Path) -> Path:
-    """Render and write atomically (a crash never leaves a half-written page); returns ``out``."""
+def write_report(
+    runs: Sequence[Run],
+    out: Path,
+    labels: Sequence[str] | None = None,
+    table: Table3 | None = None,
+) -> Path:
+    """Render (see :func:`render`) and write atomically (a crash never leaves a half-written
+    page); returns ``out``."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = render(runs)
+    text = render(runs, labels, table)
     temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         temporary.write_text(text, encoding="utf-8")
@@ -133,8 +144,9 @@ def _anchors(runs: Sequence[Run], names: Sequence[str]) -> dict[tuple[int, str, 
     return anchors
 
 
-def _nav(names: Sequence[str]) -> str:
-    links = ['<a href="#runs">Runs</a>', '<a href="#scores">Scores</a>']
+def _nav(names: Sequence[str], table3: bool = False) -> str:
+    links = ['<a href="#table3">Table 3</a>'] if table3 else []
+    links += ['<a href="#runs">Runs</a>', '<a href="#scores">Scores</a>']
     links += [
         f'<a href="#{benchmark_anchor(i)}">{escape(name)}</a>' for i, name in enumerate(names)
     ]
@@ -144,6 +156,29 @@ def _nav(names: Sequence[str]) -> str:
 
 def _time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _table3_section(table: Table3) -> str:
+    """Runs in rows, headline scores in columns, their average last (CodeReasoner's Table 3)."""
+    head = "".join(f"<th>{escape(c.benchmark)}<br>{escape(c.metric)}</th>" for c in table.columns)
+    best, best_avg = table.best()
+    rows = []
+    for index, row in enumerate(table.rows):
+        cells = "".join(
+            _cell(score_text(score), None, index in best[column])
+            for column, score in enumerate(row.scores)
+        )
+        rows.append(
+            f'<tr><td class="name" title="{escape(row.path)}">{escape(row.label)}</td>{cells}'
+            f"{_cell(average_text(row), None, index in best_avg)}</tr>"
+        )
+    return (
+        '<section id="table3"><h2>Table 3</h2>'
+        '<p class="muted">One row per run, each benchmark\'s headline score (percent) per '
+        "column, as in CodeReasoner's Table 3.</p>"
+        f'<table class="table3"><tr><th class="name">run</th>{head}<th>avg</th></tr>'
+        f'{"".join(rows)}</table><p class="muted">{escape(table.footnote())}</p></section>'
+    )
 
 
 def _runs_section(runs: Sequence[Run], labels: Sequence[str]) -> str:

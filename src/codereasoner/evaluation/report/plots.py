@@ -30,6 +30,7 @@ from codereasoner.evaluation.report.data import (
     benchmark_names,
     pass_keys,
 )
+from codereasoner.evaluation.report.table3 import headline_scores
 
 RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "codereasoner-report",
@@ -74,17 +75,14 @@ def _figure(width: float, height: float) -> Figure:
 
 
 def headline(result: BenchmarkResult) -> tuple[str, float | None]:
-    """The one number per benchmark in the overview plot, in percent."""
-    if result.kind == PASSK and result.metrics:
-        return result.metrics[0].name, result.metrics[0].value
-    if result.kind == CORE:
-        metric = result.metric("I")
-        return "I", metric.value if metric else None
+    """The one number per benchmark in the overview plot, in percent: the Table 3 column
+    (:func:`headline_scores`), REval's average accuracy for its four."""
     if result.kind == REVAL:
         metric = result.metric("average acc")
         value = metric.value if metric else None
         return "avg acc x100", None if value is None else 100 * value
-    return "", None
+    found = headline_scores(result)
+    return found[0] if found else ("", None)
 
 
 def _grouped_bars(

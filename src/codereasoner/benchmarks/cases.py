@@ -1,0 +1,212 @@
+"""Synthesized cases (``codereasoner synth``) as a benchmark, each case asked both ways.
+
+    items = case_items(read_cases(Path("runs/synth/cases.jsonl")), ("forward", "backward"))
+    codereasoner eval --model M --bench cases --data-dir runs/heldout-synth --style reasoning
+
+A forward item (task ``case_forward``) asks for the value ``call`` returns; a backward item
+(``case_backward``) for a call returning ``output``. Both keep the case's code as the program
+the sandbox runs, and the case's method, control structures and depth as metadata; ``--limit``
+keeps a case's two items together. With ``hints`` (distillation's ``--hint trace``), each item
+carries a trace of the case's call in ``fields["hint"]``, which the prompt shows.
+
+There is no upstream: the data is the user's own synthesis output, given with ``--data-dir``
+(the folder or its ``cases.jsonl``). Nothing is downloaded, and without ``--data-dir`` the
+benchmark's data is never available, so ``eval`` without ``--bench`` leaves it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codereasoner import values
+from codereasoner.benchmarks.cache import LOCAL, DataUnavailable, Source
+from codereasoner.benchmarks.records import read_jsonl
+from codereasoner.benchmarks.spec import Benchmark
+from codereasoner.execution import CallSyntaxError, parse_call
+from codereasoner.tasks import Item
+from codereasoner.tasks.case_reasoning import BACKWARD_TASK, DIRECTIONS, FORWARD_TASK
+
+__all__ = [
+    "BENCHMARKS",
+    "CASES",
+    "CASES_FILE",
+    "DIRECTIONS",
+    "NAME",
+    "Case",
+    "case_items",
+    "cases_folder",
+    "check_directions",
+    "read_cases",
+]
+
+NAME = "cases"  # the benchmark, and Item.benchmark of every case item
+CASES_FILE = "cases.jsonl"
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "id": str,
+    "method": str,
+    "constraints": dict,
+    "code": str,
+    "entry_point": str,
+    "call": str,
+    "input": str,
+    "output": str,
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """The fields of a case record that the items read."""
+
+    id: str
+    method: str
+    code: str
+    entry_point: str
+    call: str
+    input: str
+    output: str
+    depth: int
+    control: tuple[str, ...]
+    license: str
+
+
+def read_cases(path: Path) -> list[Case]:
+    """Every case of a ``cases.jsonl``; DataUnavailable naming the file, line and field of the
+    first record that is not a usable case (ids must be unique, ``output`` a literal, ``call``
+    a literal call of ``entry_point``)."""
+    cases: list[Case] = []
+    seen: dict[str, int] = {}
+    for record in read_jsonl(path, _FIELDS):
+        where = f"{path}:{record['_line']}"
+        cases.append(_case(where, record))
+        if record["id"] in seen:
+            raise DataUnavailable(
+                f"{where}: duplicate id {record['id']!r} (first on line {seen[record['id']]})"
+            )
+        seen[record["id"]] = record["_line"]
+    return cases
+
+
+def _case(where: str, record: Mapping[str, Any]) -> Case:
+    try:
+        values.parse(record["output"])
+    except values.ValueParseError as exc:
+        raise DataUnavailable(f"{where}: field 'output' is not a literal ({exc})") from None
+    try:
+        call = parse_call(record["call"])
+    except CallSyntaxError as exc:
+        raise DataUnavailable(f"{where}: field 'call' is not a literal call ({exc})") from None
+    if call.entry != record["entry_point"]:
+        raise DataUnavailable(
+            f"{where}: field 'call' calls {call.entry}, not the entry point "
+            f"{record['entry_point']!r}"
+        )
+    constraints = record["constraints"]
+    depth = constraints.get("depth", 0)
+    control = constraints.get("control", [])
+    if type(depth) is not int or not isinstance(control, list):
+        raise DataUnavailable(
+            f"{where}: field 'constraints' must hold an integer 'depth' and a list 'control'"
+        )
+    return Case(
+        id=record["id"],
+        method=record["method"],
+        code=record["code"],
+        entry_point=record["entry_point"],
+        call=record["call"],
+        input=record["input"],
+        output=record["output"],
+        depth=depth,
+        control=tuple(str(name) for name in control),
+        license=str(record.get("license", "")),
+    )
+
+
+def check_directions(directions: Sequence[str]) -> None:
+    """ValueError unless ``directions`` names forward and/or backward, and nothing else."""
+    if not directions or any(name not in DIRECTIONS for name in directions):
+        raise ValueError(
+            f"--directions: expected forward and/or backward, got "
+            f"{','.join(directions) or 'nothing'}"
+        )
+
+
+def case_items(
+    cases: Iterable[Case],
+    directions: Sequence[str],
+    hints: Mapping[str, str] | None = None,
+) -> list[Item]:
+    """One item per case and direction, case by case (forward before backward)."""
+    check_directions(directions)
+    items = []
+    for case in cases:
+        for direction in (name for name in DIRECTIONS if name in directions):
+            fields = {"hint": hints[case.id]} if hints and case.id in hints else {}
+            items.append(
+                Item(
+                    id=f"{case.id}/{direction}",
+                    benchmark=NAME,
+                    task=DIRECTIONS[direction],
+                    program=case.code,
+                    entry=case.entry_point,
+                    call=case.call,
+                    truth=case.output,
+                    fields=fields,
+                    metadata={
+                        "case_id": case.id,
+                        "direction": direction,
+                        "method": case.method,
+                        "depth": case.depth,
+                        "control": "+".join(case.control) or "none",
+                        "input": case.input,
+                        "license": case.license,
+                    },
+                )
+            )
+    return items
+
+
+def cases_folder(path: Path) -> Path:
+    """The synthesis folder of ``path``: the folder itself, or the one holding the file."""
+    return path.parent if path.name == CASES_FILE else path
+
+
+def parse(paths: Mapping[str, Path]) -> list[Item]:
+    """Both directions of every case in the file."""
+    return case_items(read_cases(paths[CASES_FILE]), tuple(DIRECTIONS))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _CasesBenchmark(Benchmark):
+    """A benchmark whose ``--data-dir`` may also be the ``cases.jsonl`` file itself, as
+    ``distill --cases`` takes it."""
+
+    def folder(self, data_dir: Path) -> Path:
+        data_dir = Path(data_dir)
+        return cases_folder(data_dir) if data_dir.name == CASES_FILE else super().folder(data_dir)
+
+
+CASES = _CasesBenchmark(
+    name=NAME,
+    title="Synthesized cases",
+    description="forward (call -> value) and backward (value -> call) reasoning over the cases "
+    "of a 'codereasoner synth' run, e.g. a held-out one",
+    tasks=(FORWARD_TASK, BACKWARD_TASK),
+    dataset=NAME,
+    sources=(
+        Source(CASES_FILE, "a 'codereasoner synth' output folder, or its cases.jsonl", kind=LOCAL),
+    ),
+    parse=parse,
+    license="the cases' own (each record's license field)",
+    upstream="your own 'codereasoner synth --out DIR' (no download: pass --data-dir DIR)",
+    counts={},  # as many as the given cases.jsonl holds, times two
+    breakdown="direction",
+    breakdown_note="forward or backward",
+    metric_note="pass@k x 100, graded strictly whatever --grading says (a literal compared; "
+    "a literal call run in the sandbox)",
+    group_by=("case_id",),
+)
+
+BENCHMARKS = (CASES,)

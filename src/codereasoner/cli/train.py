@@ -1,0 +1,120 @@
+"""``codereasoner train sft|grpo --config RECIPE [key=value ...]`` and ``train tiny-model OUT``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from codereasoner.cli.common import console, fail, safe_text
+
+INSTALL_TRAIN = "pip install 'codereasoner[train]'"
+OVERRIDES_HELP = (
+    "Settings that replace the recipe's, as key=value (the value read as YAML), e.g. "
+    "learning_rate=1e-5 max_steps=10 use_peft=true model_name_or_path=runs/sft. Any field of "
+    "our TrainArguments, TRL's SFTConfig/GRPOConfig or TRL's ModelConfig (docs/training.md)."
+)
+CONFIG_OPTION = typer.Option(
+    "--config", "-c", help="The recipe: a YAML file (see recipes/).", show_default=False
+)
+DRY_RUN_OPTION = typer.Option(
+    "--dry-run", help="Parse and check the recipe, print the settings, train nothing."
+)
+
+app = typer.Typer(
+    help="Train with TRL: SFT on distilled chains, GRPO on the execution-verified reward.",
+    no_args_is_help=True,
+)
+
+
+def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -> None:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        from codereasoner.training.recipe import RecipeError, load_recipe
+        from codereasoner.training.trainers import is_main_process, train
+    except ImportError as exc:
+        fail(f"train needs the train extra ({exc.name or exc}): {INSTALL_TRAIN}")
+    from codereasoner.synth.writer import FolderBusy
+
+    try:
+        recipe = load_recipe(stage, config, overrides or [])
+        if dry_run:
+            _print_settings(recipe)
+            return
+        result = train(recipe, log=lambda line: console.print(safe_text(line), highlight=False))
+    except (RecipeError, FolderBusy) as exc:
+        if not is_main_process():  # rank 0 says it, once
+            raise typer.Exit(2) from None
+        fail(str(exc))
+    if not is_main_process():
+        return
+    out = safe_text(str(result.output_dir))
+    if result.already_done:
+        typer.echo(
+            f"{out}: already finished ({result.steps} steps); "
+            "choose another output_dir to train again"
+        )
+        return
+    typer.echo(
+        f"{stage}: {result.steps} steps in {result.seconds:.0f} s; model in {out} "
+        f"(evaluate: codereasoner eval --model hf:{out} --extraction answer-tag ...)"
+    )
+
+
+def _print_settings(recipe: Any) -> None:
+    """The recipe's settings as the trainer will see them (converted by their fields' types)."""
+    typer.echo(f"{recipe.source}: train {recipe.stage.value}, output_dir {recipe.output_dir}")
+    owners = (recipe.train, recipe.config, recipe.model)
+    for key in sorted(recipe.settings):
+        owner = next((o for o in owners if hasattr(o, key)), None)
+        value = getattr(owner, key) if owner is not None else recipe.settings[key]
+        typer.echo(safe_text(f"  {key}: {value!r}"))
+
+
+def _stage_command(stage: str, summary: str) -> None:
+    def command(
+        config: Annotated[Path, CONFIG_OPTION],
+        overrides: Annotated[
+            list[str] | None, typer.Argument(help=OVERRIDES_HELP, show_default=False)
+        ] = None,
+        dry_run: Annotated[bool, DRY_RUN_OPTION] = False,
+    ) -> None:
+        _run(stage, config, overrides, dry_run)
+
+    command.__doc__ = summary
+    app.command(stage)(command)
+
+
+_stage_command(
+    "sft", "Supervised fine-tuning (TRL SFTTrainer) on `export --format trl-sft` data; resumable."
+)
+_stage_command(
+    "grpo",
+    "GRPO (TRL GRPOTrainer) with the execution-verified reward on `export --format trl-grpo` "
+    "data; curves in OUTPUT_DIR/train_curves.{jsonl,png}; resumable.",
+)
+
+
+@app.command("tiny-model")
+def tiny_model_command(
+    out: Annotated[Path, typer.Argument(help="The folder to write the model into.")],
+    seed: Annotated[int, typer.Option(help="Weights seed.")] = 0,
+) -> None:
+    """Build a tiny random Qwen2-style model and tokenizer locally (no network, ~1 s) for CPU smoke runs."""
+    try:
+        from codereasoner.training.tiny import build_tiny_model
+    except ImportError as exc:
+        fail(f"tiny-model needs the train extra ({exc.name or exc}): {INSTALL_TRAIN}")
+    if out.exists() and any(out.iterdir()):
+        fail(f"{out}: exists and is not empty; choose a new folder")
+    try:
+        build_tiny_model(out, seed=seed)
+    except ImportError as exc:
+        fail(f"tiny-model needs the train extra ({exc.name or exc}): {INSTALL_TRAIN}")
+    typer.echo(f"tiny model in {safe_text(str(out))}")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="train")

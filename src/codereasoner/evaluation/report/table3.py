@@ -1,0 +1,216 @@
+"""The layout of CodeReasoner's Table 3: runs in rows, headline scores in columns, their mean.
+
+Each benchmark gives the columns of its metric family (never of its name): pass@k families
+their lowest pass@k (pass@1), the REval family one accuracy per question kind, the CoRE family
+its I; all in percent. A row's ``avg`` is the unweighted mean of the columns it has; a run
+missing some (its benchmark not run, or no value) is averaged over the others and flagged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import fmean
+from typing import Any
+
+from codereasoner.evaluation.report.data import (
+    CORE,
+    FRACTION,
+    PASSK,
+    REVAL,
+    REVAL_METRICS,
+    BenchmarkResult,
+    Metric,
+    ReportDataError,
+    Run,
+    benchmark_names,
+    best_values,
+    run_labels,
+)
+from codereasoner.evaluation.reval_scoring import KINDS as REVAL_KINDS
+
+__all__ = [
+    "LAYOUTS",
+    "Column",
+    "Row",
+    "Table3",
+    "average_text",
+    "choose_labels",
+    "headline_metrics",
+    "headline_scores",
+    "score_text",
+    "table3",
+]
+
+LAYOUTS = ("benchmarks", "table3")  # the default first
+CORE_HEADLINE = "I"
+# one accuracy per REval question kind (coverage: accuracy, not F1)
+REVAL_COLUMNS = tuple(
+    label
+    for label, key, inner, unit in REVAL_METRICS
+    if key in REVAL_KINDS and inner in (None, "acc") and unit == FRACTION
+)
+MISSING_MARK = "*"
+
+
+@dataclass(frozen=True)
+class Column:
+    benchmark: str
+    metric: str
+    scaled: bool = False  # stored as a fraction, shown x100
+
+    @property
+    def name(self) -> str:
+        return f"{self.benchmark} {self.metric}"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One run: its score per column (percent; None where it has none)."""
+
+    label: str
+    path: str
+    scores: tuple[float | None, ...]
+
+    @property
+    def average(self) -> float | None:
+        present = [score for score in self.scores if score is not None]
+        return fmean(present) if present else None
+
+    @property
+    def complete(self) -> bool:
+        return all(score is not None for score in self.scores)
+
+
+@dataclass(frozen=True)
+class Table3:
+    columns: tuple[Column, ...]
+    rows: tuple[Row, ...]
+
+    def best(self) -> tuple[list[set[int]], set[int]]:
+        """The rows holding each column's best score (:func:`best_values`), and those holding
+        the best avg among the runs that have every column (a run lacking a hard benchmark
+        would otherwise win the average by its absence)."""
+        by_column = [[row.scores[index] for row in self.rows] for index in range(len(self.columns))]
+        averages = [row.average if row.complete else None for row in self.rows]
+        return [best_values(scores) for scores in by_column], best_values(averages)
+
+    def missing(self, row: Row) -> list[str]:
+        """The columns the row has no score for."""
+        return [c.name for c, s in zip(self.columns, row.scores, strict=True) if s is None]
+
+    def footnote(self) -> str:
+        names = ", ".join(column.name for column in self.columns) or "none"
+        scaled = ", ".join(column.name for column in self.columns if column.scaled)
+        text = f"avg: the unweighted mean of the headline scores in percent ({names})."
+        if scaled:
+            text += f" Stored as fractions, shown x100: {scaled}."
+        if not all(row.complete for row in self.rows):
+            text += (
+                f" {MISSING_MARK}: the run lacks some columns (shown -); its avg is over those "
+                "it has."
+            )
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "columns": [column.name for column in self.columns],
+            "unit": "percent",
+            "rows": [
+                {
+                    "label": row.label,
+                    "path": row.path,
+                    "scores": {c.name: s for c, s in zip(self.columns, row.scores, strict=True)},
+                    "avg": row.average,
+                    "missing": self.missing(row),
+                }
+                for row in self.rows
+            ],
+            "note": self.footnote(),
+        }
+
+
+def score_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def average_text(row: Row) -> str:
+    """The row's avg, flagged when the run lacks some columns."""
+    return score_text(row.average) + ("" if row.complete else MISSING_MARK)
+
+
+def headline_metrics(result: BenchmarkResult) -> list[tuple[str, Metric | None]]:
+    """The benchmark's Table 3 columns, ``(name, metric)``, from its metric family."""
+    if result.kind == PASSK:
+        ks = [m for m in result.metrics if re.fullmatch(r"pass@\d+", m.name)]
+        first = min(ks, key=lambda m: int(m.name.removeprefix("pass@")), default=None)
+        return [(first.name, first)] if first else []
+    if result.kind == REVAL:
+        return [(label, result.metric(label)) for label in REVAL_COLUMNS]
+    if result.kind == CORE:
+        return [(CORE_HEADLINE, result.metric(CORE_HEADLINE))]
+    return []
+
+
+def headline_scores(result: BenchmarkResult) -> list[tuple[str, float | None]]:
+    """The benchmark's Table 3 columns, ``(name, score in percent)``."""
+    return [(name, _percent(metric)) for name, metric in headline_metrics(result)]
+
+
+def _percent(metric: Metric | None) -> float | None:
+    if metric is None or metric.value is None:
+        return None
+    return 100 * metric.value if metric.unit == FRACTION else metric.value
+
+
+def table3(runs: Sequence[Run], labels: Sequence[str]) -> Table3:
+    """The table of ``runs`` (rows in the order given, labelled ``labels``)."""
+    cells = [
+        {
+            (name, metric): found
+            for name, result in run.benchmarks.items()
+            for metric, found in headline_metrics(result)
+        }
+        for run in runs
+    ]
+    columns: list[Column] = []
+    for name in benchmark_names(runs):
+        for benchmark, metric in (key for run in cells for key in run):
+            known = any((c.benchmark, c.metric) == (benchmark, metric) for c in columns)
+            if benchmark == name and not known:
+                units = {
+                    got.unit
+                    for run in cells
+                    if (got := run.get((benchmark, metric))) is not None and got.value is not None
+                }
+                columns.append(Column(name, metric, FRACTION in units))
+    rows = tuple(
+        Row(
+            label, str(run.path), tuple(_percent(got.get((c.benchmark, c.metric))) for c in columns)
+        )
+        for label, run, got in zip(labels, runs, cells, strict=True)
+    )
+    return Table3(tuple(columns), rows)
+
+
+def choose_labels(runs: Sequence[Run], given: Sequence[str], layout: str) -> list[str]:
+    """The runs' labels: ``given`` in the order of the runs, the rest by default (table3: the
+    run's folder name; otherwise the model, with the folder where models repeat);
+    ReportDataError for more labels than runs, an empty label or two runs labelled alike."""
+    if layout not in LAYOUTS:
+        raise ReportDataError(f"--layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
+    if len(given) > len(runs):
+        raise ReportDataError(f"--label: {len(given)} labels for {len(runs)} run(s)")
+    if any(not label.strip() for label in given):
+        raise ReportDataError("--label: a label is empty")
+    defaults = [run.folder for run in runs] if layout == "table3" else run_labels(runs)
+    labels = [*given, *defaults[len(given) :]]
+    for index, label in enumerate(labels):
+        if label in labels[:index]:
+            first = labels.index(label)
+            raise ReportDataError(
+                f"run label {label!r} names both {runs[first].path} and {runs[index].path}; "
+                "give each run its own --label"
+            )
+    return labels

@@ -1,0 +1,197 @@
+"""A scripted teacher for offline smoke runs of ``codereasoner distill``: the replay server,
+answering the prompts of synthesized cases like a plausible teacher.
+
+    python -m codereasoner.training.replay_teacher --cases runs/smoke/synth --wrong 0.25 &
+    codereasoner distill --teacher openai:teacher@http://127.0.0.1:8001/v1 \\
+        --cases runs/smoke/synth --out runs/smoke/distill --k 2
+
+It knows the prompts of the cases' items (both directions, styles ``reasoning`` and ``direct``,
+with or without ``--hint trace``; a raw prompt or a chat's last user message) and answers with
+the task kind's oracle answer, after a short reasoning in the reasoning style. For a
+deterministic share ``wrong`` of (prompt, choice) pairs (a hash of the seed, the prompt and the
+choice index) it answers wrong instead, so that rejection sampling has something to reject:
+forward, another literal (the output of a case with the same code, else a changed value);
+backward, the call of a case with the same code and another output, else the value itself
+(not a call). Any other prompt gets the replay server's echo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import NoReturn
+
+from codereasoner import tasks, values
+from codereasoner.benchmarks.cache import DataUnavailable
+from codereasoner.benchmarks.cases import CASES_FILE, Case, case_items, cases_folder, read_cases
+from codereasoner.models.replay_server import Query, ReplayServer, echo_reply
+from codereasoner.tasks import Item
+from codereasoner.tasks.case_reasoning import DIRECTIONS, FORWARD_TASK, ReasoningStyle
+
+__all__ = ["ReplayTeacher", "main", "other_literal"]
+
+_SENTINEL = "\x00hint\x00"  # stands for the hint while finding where a prompt shows it
+
+
+class ReplayTeacher:
+    """The reply function (:meth:`reply`) of a teacher that knows ``cases``; see the module."""
+
+    def __init__(self, cases: Sequence[Case], *, wrong: float = 0.25, seed: int = 0) -> None:
+        if not 0 <= wrong <= 1:
+            raise ValueError(f"--wrong {wrong}: expected a share between 0 and 1")
+        self.wrong = wrong
+        self.seed = seed
+        items = case_items(cases, tuple(DIRECTIONS))
+        self.prompts: dict[str, tuple[Item, str]] = {}  # prompt without hint -> item, style
+        self.hint_marks: set[tuple[str, str]] = set()  # (text before, text after) a hint
+        for item in items:
+            kind = tasks.get(item.task)
+            for style in ReasoningStyle:
+                plain = kind.prompt(item, style)
+                self.prompts.setdefault(plain, (item, style))
+                hinted = kind.prompt(replace(item, fields={"hint": _SENTINEL}), style)
+                self.hint_marks.add(_hint_marks(plain, hinted))
+        outputs = {case.id: values.parse(case.output) for case in cases}
+        by_code: dict[tuple[str, str], list[Case]] = {}
+        for case in cases:
+            by_code.setdefault((case.code, case.entry_point), []).append(case)
+        self.wrong_answers = {
+            item.id: _wrong_answer(item, by_code[(item.program, item.entry)], outputs)
+            for item in items
+        }
+
+    def find(self, prompt: str) -> tuple[Item, str] | None:
+        """The item and style ``prompt`` asks, with or without a hint; None when unknown."""
+        if prompt in self.prompts:
+            return self.prompts[prompt]
+        for before, after in self.hint_marks:
+            for plain in _without_hint(prompt, before, after):
+                if plain in self.prompts:
+                    return self.prompts[plain]
+        return None
+
+    def answers_wrong(self, prompt: str, choice: int) -> bool:
+        digest = hashlib.sha256(f"{self.seed}\x00{choice}\x00{prompt}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") < self.wrong * 2**64
+
+    def reply(self, query: Query) -> str:
+        found = self.find(query.prompt)
+        if found is None:
+            return echo_reply(query)
+        item, style = found
+        if self.answers_wrong(query.prompt, query.choice):
+            answer = f"<Answer>{self.wrong_answers[item.id]}</Answer>"
+        else:
+            answer = tasks.get(item.task).oracle(item, ReasoningStyle.DIRECT)
+        if style == ReasoningStyle.DIRECT:
+            return answer
+        return f"<Reasoning>{_reasoning(item, answer)}</Reasoning>\n{answer}"
+
+
+def _hint_marks(plain: str, hinted: str) -> tuple[str, str]:
+    """The text the prompt puts before and after a hint: ``hinted`` is ``plain`` with
+    ``before + _SENTINEL + after`` inserted at one place."""
+    start = 0
+    while start < len(plain) and plain[start] == hinted[start]:
+        start += 1
+    inserted = hinted[start : start + len(hinted) - len(plain)]
+    before, _, after = inserted.partition(_SENTINEL)
+    return before, after
+
+
+def _without_hint(prompt: str, before: str, after: str) -> Iterator[str]:
+    """``prompt`` with a hint between ``before`` and ``after`` cut out, for every end the hint
+    may have (a trace may hold the text that follows it)."""
+    start = prompt.find(before)
+    if start < 0 or not before:
+        return
+    end = prompt.rfind(after)
+    while end >= start + len(before):
+        yield prompt[:start] + prompt[end + len(after) :]
+        end = prompt.rfind(after, 0, end)
+
+
+def _reasoning(item: Item, answer: str) -> str:
+    stated = answer.removeprefix("<Answer>").removesuffix("</Answer>")
+    if item.task == FORWARD_TASK:
+        return f"Following {item.entry} step by step for {item.call}, it returns {stated}."
+    return f"{item.entry} has to return {item.truth}; {stated} is a call that does."
+
+
+def _wrong_answer(item: Item, same_code: Sequence[Case], outputs: Mapping[str, object]) -> str:
+    """A wrong answer: what a case with the same code and another output says (its output, or
+    its call), else another literal (forward) or the value itself (backward)."""
+    truth = outputs[item.metadata["case_id"]]
+    sibling = next((c for c in same_code if not values.equal(outputs[c.id], truth)), None)
+    if item.task == FORWARD_TASK:
+        return other_literal(item.truth) if sibling is None else sibling.output
+    return item.truth if sibling is None else sibling.call
+
+
+def other_literal(text: str) -> str:
+    """A literal whose value differs from that of ``text``: one more, the first element
+    dropped, reversed, or else ``None`` or ``0``."""
+    value = values.parse(text)
+    candidates: list[object] = []
+    if isinstance(value, bool):
+        candidates.append(not value)
+    elif isinstance(value, (int, float)):
+        candidates.append(value + 1)
+    elif isinstance(value, (str, bytes, list, tuple)):
+        candidates += [value[1:], value[::-1]]
+    candidates += [None, 0]
+    return next(values.render(c) for c in candidates if not values.equal(c, value))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve the teacher in the foreground until SIGINT or SIGTERM; the first line printed is
+    its URL, as ``python -m codereasoner.models.replay_server`` prints it."""
+    parser = argparse.ArgumentParser(
+        prog="python -m codereasoner.training.replay_teacher",
+        description="The replay server answering synthesized cases like a teacher, some wrong.",
+    )
+    parser.add_argument(
+        "--cases", type=Path, required=True, help="a 'codereasoner synth' folder, or its file"
+    )
+    parser.add_argument("--port", type=int, default=8001, help="0 picks a free port")
+    parser.add_argument(
+        "--wrong", type=float, default=0.25, help="share of (prompt, choice) pairs answered wrong"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="which pairs are answered wrong")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--model", default="teacher", help="the only model name served")
+    args = parser.parse_args(argv)
+    path = cases_folder(args.cases) / CASES_FILE
+    try:
+        cases = read_cases(path)
+        if not cases:
+            raise DataUnavailable(f"{path}: no cases")
+        teacher = ReplayTeacher(cases, wrong=args.wrong, seed=args.seed)
+        server = ReplayServer(
+            port=args.port, reply=teacher.reply, latency_s=args.latency, model=args.model
+        )
+    except (DataUnavailable, ValueError) as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"--port {args.port}: cannot listen ({exc.strerror or exc})")
+    stopped = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopped.set())
+    with server:
+        print(f"replay teacher on {server.url} ({len(cases)} cases)", flush=True)
+        stopped.wait()
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+if __name__ == "__main__":
+    main()

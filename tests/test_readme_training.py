@@ -1,0 +1,52 @@
+"""The README's CPU training path, run as written: synth, a replay teacher, distill, export,
+train sft, train grpo, eval of the raw and the trained model, the Table 3 report."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MARK = "**On CPU, in a few minutes**"
+
+
+def readme_block(marker: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    after = text[text.index(marker) :]
+    return after.split("```bash\n", 1)[1].split("```", 1)[0]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_the_readme_cpu_training_path_runs_as_written(tmp_path: Path) -> None:
+    pytest.importorskip("trl")
+    script = readme_block(MARK).replace("8001", str(free_port()))  # a port free on this machine
+    assert "train sft" in script and "train grpo" in script and "--layout table3" in script
+    shutil.copytree(ROOT / "recipes", tmp_path / "recipes")
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "HF_HUB_OFFLINE": "1",
+    }
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    smoke = tmp_path / "runs" / "smoke"
+    for made in ("sft/train_done.json", "grpo/train_done.json", "grpo/train_curves.png"):
+        assert (smoke / made).is_file(), made
+    assert (smoke / "table3.html").stat().st_size > 0
+    assert "rejected samples" in done.stdout  # the replay teacher's wrong answers were rejected
+    assert "│ raw " in done.stdout and "│ full " in done.stdout

@@ -1,0 +1,54 @@
+"""Training fixtures: exported SFT and GRPO data from a small synthesized, oracle-distilled set."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+# What turns a GPU recipe into one that builds on this CPU machine with the tiny model (§6).
+CPU = ["bf16=false", "use_cpu=true", "dataloader_num_workers=0", "report_to=none", "dtype=float32"]
+
+
+@dataclass(frozen=True)
+class Exported:
+    sft: Path
+    grpo: Path
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codereasoner", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=600,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
+    """synth -> distill (oracle teacher) -> export, through the real commands."""
+    folder = tmp_path_factory.mktemp("exported")
+    steps = [
+        ("synth", "--generator", "offline", "--n", "60", "--seed", "0", "--out", "synth"),
+        ("--no-decontam",),
+        ("distill", "--teacher", "oracle", "--cases", "synth", "--out", "distill", "--k", "1"),
+        ("--limit", "40", "--workers", "2"),
+        ("export", "--from", "distill", "--format", "trl-sft", "--out", "sft.jsonl"),
+        ("export", "--from", "distill", "--format", "trl-grpo", "--out", "grpo.jsonl"),
+    ]
+    commands = [steps[0] + steps[1], steps[2] + steps[3], steps[4], steps[5]]
+    for command in commands:
+        done = cli(*command, cwd=folder)
+        assert done.returncode == 0, done.stderr
+    return Exported(folder / "sft.jsonl", folder / "grpo.jsonl")
