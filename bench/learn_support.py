@@ -81,7 +81,7 @@ class Plan:
     # Loss on the prompt too: more signal per step (the code repeats its names, a first
     # lesson in copying from the context); not compared with completion-only loss.
     prompt_loss: bool = True
-    grpo_steps: int = 60
+    grpo_steps: int = 300
     grpo_prompts: int = 8
     grpo_generations: int = 8
     grpo_lr: float = 5e-5  # 3e-4 wrecked the SFT policy (0.197 -> 0.056 held-out)
@@ -492,7 +492,7 @@ def run(description: str) -> None:
     parser.add_argument("--quick", action="store_true", help="a tiny run (1-2 min), same path")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="default: a temporary folder")
-    parser.add_argument("--grpo-steps", type=int, default=None, help="GRPO steps (default 60)")
+    parser.add_argument("--grpo-steps", type=int, default=None, help="GRPO steps (default 300)")
     parser.add_argument("--grpo-lr", type=float, default=None, help="GRPO learning rate")
     args = parser.parse_args()
     plan = QUICK if args.quick else Plan()
