@@ -423,3 +423,19 @@ def test_every_rank_stops_when_another_run_holds_the_folder(
     assert not (out / RUN_FILE).exists() and last_checkpoint(out) is None
     with exclusive(out):  # released with its holder
         pass
+
+
+def test_without_the_train_extra_the_command_says_what_to_install(tmp_path: Path) -> None:
+    blocked = (
+        "import sys\n"
+        "sys.modules['trl'] = None  # as if the train extra were not installed\n"
+        "from codereasoner.cli import main\n"
+        f"sys.argv = ['codereasoner', 'train', 'sft', '--config', {str(TINY_SFT)!r}]\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 2, done.stderr
+    assert "train needs the train extra (trl): pip install 'codereasoner[train]'" in done.stderr
+    assert "Traceback" not in done.stderr

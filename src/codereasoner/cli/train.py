@@ -48,6 +48,8 @@ def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -
         if not is_main_process():  # rank 0 says it, once
             raise typer.Exit(2) from None
         fail(str(exc))
+    except ModuleNotFoundError as exc:  # trl, transformers, torch or yaml: the train extra
+        fail(f"train needs the train extra ({exc.name or exc}): {INSTALL_TRAIN}")
     if not is_main_process():
         return
     out = safe_text(str(result.output_dir))
