@@ -19,10 +19,8 @@ import torch
 from datasets import Dataset, disable_progress_bars
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import (
-    GenerationConfig,
     PreTrainedTokenizerFast,
     PrinterCallback,
-    Qwen2Config,
     Qwen2ForCausalLM,
     TrainerCallback,
     set_seed,
@@ -38,6 +36,7 @@ from codereasoner.synth.pipeline import SynthConfig
 from codereasoner.synth.pipeline import run as synthesize_run
 from codereasoner.training.cases import CASES_FILE, Case, read_cases
 from codereasoner.training.rewards import CodeReasoningReward, Sample, score_batch
+from codereasoner.training.tiny import qwen2_model
 
 FAMILY = (
     "str.upper",
@@ -220,28 +219,15 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
 
 def build_model(plan: Plan, tokenizer: PreTrainedTokenizerFast, seed: int) -> Qwen2ForCausalLM:
     set_seed(seed)
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=plan.hidden,
-        intermediate_size=plan.ffn * plan.hidden,
-        num_hidden_layers=plan.layers,
-        num_attention_heads=plan.heads,
-        num_key_value_heads=plan.heads,
-        max_position_embeddings=512,
-        tie_word_embeddings=True,
-        bos_token_id=None,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
+    return qwen2_model(
+        tokenizer,
+        hidden=plan.hidden,
+        ffn=plan.ffn * plan.hidden,
+        layers=plan.layers,
+        heads=plan.heads,
+        kv_heads=plan.heads,
+        max_positions=512,
     )
-    model = Qwen2ForCausalLM(config)
-    model.generation_config = GenerationConfig(
-        eos_token_id=[tokenizer.eos_token_id, tokenizer.pad_token_id],
-        pad_token_id=tokenizer.pad_token_id,
-        do_sample=True,
-        temperature=1.0,
-        top_p=1.0,
-    )
-    return model
 
 
 def end_ids(tokenizer: PreTrainedTokenizerFast) -> list[int]:

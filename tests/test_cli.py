@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,13 +11,17 @@ from pathlib import Path
 import pytest
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``codereasoner ARGS`` in a subprocess, with ``env`` added to this environment."""
     return subprocess.run(
         [sys.executable, "-m", "codereasoner", *args],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=cwd,
+        env=None if env is None else os.environ | env,
     )
 
 
@@ -69,9 +74,12 @@ def test_run_detects_hash_seed_nondeterminism(tmp_path: Path) -> None:
         (["run", "PROGRAM", "--call", "f(1)", "--seeds", "a,b"], "--seeds: expected"),
         (
             ["run", "PROGRAM", "--call", "f(1)", "--timeout", "-1"],
-            "timeout_s must be a positive number",
+            "--timeout -1.0: expected a positive number",
         ),
-        (["run", "PROGRAM", "--call", "f(1)", "--isolation", "docker"], "isolation must be one of"),
+        (
+            ["run", "PROGRAM", "--call", "f(1)", "--isolation", "docker"],
+            "--isolation 'docker': expected one of",
+        ),
     ],
 )
 def test_bad_input_gives_one_clear_line_and_exit_2(

@@ -152,8 +152,16 @@ def test_score_jsonl_completions(tmp_path: Path) -> None:
         (["-g", "{ok}", "--bench", "reval", "--k", "1"], "--k does not apply to reval"),
         (["-g", "{ok}", "--bench", "core", "--timeout", "1"], "--timeout does not apply to core"),
         (["-g", "{ok}", "--bench", "core", "--grading", "strict"], "--grading does not apply"),
+        (["-g", "{part}"], "4 of 6 ids have no generations (first: 'sample_2'); every id needs at "
+         "least one, or score only the ids the file has with --subset"),
+        (["-g", "{ok}", "--workers", "0"], "--workers 0: expected at least 1 sandbox worker"),
+        (["-g", "{ok}", "--workers", "-2"], "--workers -2: expected at least 1 sandbox worker"),
+        (["-g", "{ok}", "--isolation", "foo"], "--isolation 'foo': expected one of auto"),
+        (["-g", "{ok}", "--results", "{ok}/x.jsonl"], "ok.json is a file, not a folder"),
+        (["-g", "{ok}", "--results", "{ok}/sub/x.jsonl"], "ok.json is a file, not a folder"),
+        (["-g", "{empty}"], "empty: is a folder; expected a generations file"),
     ],
-)
+)  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     ids = [f"sample_{i}" for i in range(6)]
     files = {
@@ -162,6 +170,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
         "shape": json.dumps({**{i: ["1"] for i in ids}, "sample_0": {"0": "1"}}),
         "few": json.dumps({i: ["1", "2"] for i in ids}),
         "ok": json.dumps({i: ["1"] for i in ids}),
+        "part": json.dumps({i: ["1"] for i in ids[:2]}),
     }
     values = {"empty": str(tmp_path / "empty")}
     (tmp_path / "empty").mkdir()
@@ -178,6 +187,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
     assert message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "Traceback" not in done.stderr
+    created = {path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*")}
+    assert created == {"empty", *(f"{name}.json" for name in files)}  # nothing written
 
 
 def test_bench_list_and_show() -> None:
@@ -193,8 +204,8 @@ def test_bench_list_and_show() -> None:
     assert info["files"][0]["pinned_sha256"] and info["styles"] == ["direct", "cot"]
     lcb = json.loads(cli("bench", "show", "lcb-execution", "--json").stdout)
     assert (
-        "livecodebench%2Fexecution-v2" in lcb["files"][0]["url"]
-        and lcb["files"][0]["kind"] == "hf-rows"
+        "livecodebench/execution-v2" in lcb["files"][0]["url"]
+        and lcb["files"][0]["kind"] == "hf-hub"
     )
     unknown = cli("bench", "show", "nope")
     assert unknown.returncode == 2 and "unknown benchmark 'nope'" in unknown.stderr

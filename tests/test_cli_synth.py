@@ -123,7 +123,7 @@ def test_kill_and_resume_gives_the_bytes_of_an_uninterrupted_run(tmp_path: Path)
         _command(killed, data_dir, n=N + 1), capture_output=True, text=True, timeout=120
     )
     assert other.returncode == 2
-    assert "holds a run with other settings (n: 48 there, 49 now)" in other.stderr
+    assert "holds a run with other settings (--n: 48 there, 49 now)" in other.stderr
     assert (killed / "cases.jsonl").read_bytes() == (whole / "cases.jsonl").read_bytes()
 
 
@@ -196,15 +196,28 @@ def test_one_benchmark_folder_names_what_was_not_checked_and_resume_keeps_settin
         assert record["decontam"]["missing"] == missing.split(", ")
         assert record["decontam"]["rule"] == "specific"
         assert "decontam" in record["filters"]["passed"]
-    # The same directory with other decontamination settings is refused, not mixed.
-    for other in (
-        _command(out, None, 6),
-        _command(out, SHARED_DATA, 6, "--decontam-rule", "specific"),
-        _command(out, data, 6),
+    # The same directory with other decontamination settings is refused, not mixed, each
+    # difference named by the flag that makes it (never state.json's names, decontam_...).
+    for other, difference in (
+        (_command(out, None, 6), "(--no-decontam: not given there, given now)"),
+        (
+            _command(out, SHARED_DATA, 6, "--decontam-rule", "specific"),
+            "(the benchmark data (--data-dir or the cache): benchmarks checked cruxeval-o there,",
+        ),
+        (_command(out, data, 6), "(--decontam-rule: 'specific' there, 'literal' now)"),
     ):
         again = subprocess.run(other, capture_output=True, text=True, timeout=120)
         assert again.returncode == 2 and "holds a run with other settings" in again.stderr
-        assert "decontam_" in again.stderr
+        assert f"error: --out {out}: holds a run with other settings {difference}" in " ".join(
+            again.stderr.split()
+        )
+        assert "decontam_" not in again.stderr and "Traceback" not in again.stderr
+    # Every setting the resume check compares has words for the error (a flag, or what sets it).
+    from codereasoner.cli.synth import DATA_SETTINGS, FIXED_SETTINGS, SETTING_FLAGS
+
+    settings = json.loads((out / "state.json").read_text())["settings"]
+    named = SETTING_FLAGS.keys() | DATA_SETTINGS.keys() | FIXED_SETTINGS.keys()
+    assert set(settings) <= named, set(settings) - named
     assert (out / "summary.json").read_text() == json.dumps(summary, indent=2) + "\n"
 
 

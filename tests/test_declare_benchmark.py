@@ -98,7 +98,7 @@ def toy(served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
 def invoke(*args: str) -> str:
     done = CliRunner().invoke(app, [str(arg) for arg in args], catch_exceptions=False)
     assert done.exit_code == 0, done.output
-    return done.output
+    return done.stdout
 
 
 def test_a_declared_benchmark_runs_through_every_command(toy: Benchmark, tmp_path: Path) -> None:

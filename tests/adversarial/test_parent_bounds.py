@@ -445,7 +445,7 @@ def test_trace_of_a_capped_call_does_not_claim_it_returned(tmp_path: Path) -> No
     assert done.returncode == 1
     no_traceback(done)
     assert "returns None" not in done.stdout
-    assert "did not finish" in done.stdout and "max_steps" in done.stdout
+    assert "did not finish" in done.stdout and "--max-steps cap" in done.stdout
 
 
 def test_trace_of_a_forged_bad_step_is_one_clear_error(tmp_path: Path) -> None:

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from codereasoner import benchmarks, tasks
+from codereasoner.benchmarks import cache
 from codereasoner.benchmarks.cache import DataUnavailable
-from codereasoner.benchmarks.livecodebench import BASE_IMPORTS
+from codereasoner.benchmarks.livecodebench import (
+    BASE_IMPORTS,
+    EXECUTION_REVISION,
+    SPLIT_PATTERN,
+    TEST_GENERATION_REVISION,
+)
 from codereasoner.execution import Limits, Pool
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks import Answer, ParseFailure, Reason, run_plans, truth_jobs
+from tests.benchmarks.test_cache import parquet_bytes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "livecodebench"
+BENCHES = ("lcb-execution", "lcb-test-output")
 FAST = Limits(timeout_s=1.0, wall_timeout_s=2.0, memory_mb=512)
 
 
@@ -162,3 +171,36 @@ def test_execution_gold_outputs_are_decontamination_strings() -> None:
     assert loaded.checked == ["lcb-execution"]
     assert {item.truth for item in items} <= strings
     assert {item.call for item in items} <= strings
+
+
+def test_sources_are_the_hub_repositories_at_a_pinned_commit() -> None:
+    execution, tests = (benchmarks.get(name).sources[0] for name in BENCHES)
+    assert cache.hub_split(execution) == cache.HubSplit(
+        "livecodebench/execution-v2", EXECUTION_REVISION, SPLIT_PATTERN
+    )
+    assert cache.hub_split(tests) == cache.HubSplit(
+        "livecodebench/test_generation", TEST_GENERATION_REVISION, SPLIT_PATTERN
+    )
+    for revision in (EXECUTION_REVISION, TEST_GENERATION_REVISION):
+        assert re.fullmatch("[0-9a-f]{40}", revision)
+    assert tests.upstream_sha256 and {execution.kind, tests.kind} == {cache.HF_HUB}
+    assert execution.url == (
+        f"https://huggingface.co/datasets/livecodebench/execution-v2/tree/{EXECUTION_REVISION}/"
+        "data/test-*.parquet"
+    )
+
+
+@pytest.mark.parametrize("name", BENCHES)
+def test_parquet_rows_load_as_the_jsonl_export(name: str, tmp_path: Path) -> None:
+    """Upstream's parquet file, written as JSON Lines by the cache, gives the same items as a
+    ``datasets`` export of the same rows (dates as timestamps there, ISO text or epoch ms here)."""
+    bench = benchmarks.get(name)
+    filename = bench.sources[0].filename
+    rows = [json.loads(line) for line in (FIXTURES / filename).read_text().splitlines()]
+    parquet = tmp_path / "test.parquet"
+    parquet.write_bytes(parquet_bytes(rows))
+    with (tmp_path / filename).open("wb") as out:
+        cache.write_parquet_rows(parquet, out)
+    assert [vars(item) for item in bench.load(tmp_path)] == [
+        vars(item) for item in bench.load(FIXTURES)
+    ]

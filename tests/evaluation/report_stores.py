@@ -2,13 +2,17 @@
 
 Each ``add_*`` loads real benchmark items, extracts and grades real (fixture or official)
 generations with the project's own scoring, and stores prompts, items, completions, scores and
-the same report ``codereasoner score --json`` prints.
+the same report ``codereasoner score --json`` prints. :func:`legend_overlaps` checks a written
+page in headless Chromium.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import sqlite3
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -206,3 +210,52 @@ def add_reval(
     ).to_dict()
     _result(connection, "reval", report)
     return report
+
+
+# Injected into a test copy of the page: per plot, the rendered boxes of its legend and of its
+# data marks (bars, points: the ids plots.py gives them), and the marks the legend overlaps.
+OVERLAPS = """<script>(() => {
+  const overlaps = [];
+  let plots = 0, marks = 0;
+  for (const svg of document.querySelectorAll("figure svg")) {
+    const legend = svg.querySelector('[id$="-legend"]');
+    if (!legend) continue;
+    plots += 1;
+    const box = legend.getBoundingClientRect();
+    for (const mark of svg.querySelectorAll('[id*="-mark_"]')) {
+      marks += 1;
+      const r = mark.getBoundingClientRect();
+      if (r.left < box.right && box.left < r.right && r.top < box.bottom && box.top < r.bottom)
+        overlaps.push(mark.id);
+    }
+  }
+  const pre = document.createElement("pre");
+  pre.id = "overlaps";
+  pre.textContent = JSON.stringify({plots, marks, overlaps});
+  document.body.appendChild(pre);
+})();</script>"""
+# A control: the same legends moved over the plots' data, which the check must catch.
+MOVED = '<style>g[id$="-legend"] { transform: translate(-45%, 40%); }</style>'
+
+
+def legend_overlaps(
+    chromium: str, page: Path, tmp_path: Path, moved: bool = False
+) -> dict[str, Any]:
+    """What the injected script found in headless Chromium (``--dump-dom``): ``plots`` (with a
+    legend), ``marks`` (their bars and points) and ``overlaps`` (the marks under a legend)."""
+    text = page.read_text(encoding="utf-8").replace("</body>", OVERLAPS + "</body>")
+    if moved:
+        text = text.replace("</head>", MOVED + "</head>")
+    copy = tmp_path / f"overlaps-{'moved' if moved else 'as-written'}.html"
+    copy.write_text(text, encoding="utf-8")
+    browser = [
+        chromium, "--headless", "--no-sandbox", "--disable-gpu",
+        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,1600",
+    ]  # fmt: skip
+    dom = subprocess.run(
+        [*browser, "--dump-dom", copy.as_uri()], capture_output=True, text=True, timeout=90
+    ).stdout
+    found = re.search(r'<pre id="overlaps">([^<]*)</pre>', dom)
+    assert found, dom[-2000:]
+    result: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    return result

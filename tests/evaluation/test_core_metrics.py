@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -192,6 +194,15 @@ def test_score_cli_on_the_fixture_generations() -> None:
     assert project["mean"]["dimensions"]["A"]["Ws"] == pytest.approx(50)
     assert project["mean"]["dimensions"]["S"]["Ws"] == pytest.approx(250 / 3)
     assert project["mean"]["families"]["Claude"]["Is"] == pytest.approx(50)  # 36/1: run 1 wrong
+
+    # Standard errors over the 3 problems, per run (values above), averaged over the 2 runs
+    def stderr(*runs: tuple[float, ...]) -> float:
+        return statistics.fmean(statistics.stdev(run) / math.sqrt(len(run)) for run in runs)
+
+    errors = project["mean"]["stderr"]
+    assert errors["I"] == pytest.approx(100 * stderr((1, 0, 1), (0, 1, 0)))
+    assert errors["Ws"] == pytest.approx(100 * stderr((1, 0.5, 0), (0.5, 1, 1)))
+    assert errors["Cons_text"] == pytest.approx(stderr((0, 0.25, 1), (0.25, 0, 1)))
 
 
 def test_score_cli_text_output_for_probes_alone(tmp_path: Path) -> None:

@@ -135,3 +135,19 @@ def test_bad_generations_give_one_line_errors(
     with pytest.raises(GenerationsError, match=message) as caught:
         read_generations(path, ITEMS, robust)
     assert "\n" not in str(caught.value)
+
+
+def test_subset_keeps_the_items_the_file_has_in_item_order(tmp_path: Path) -> None:
+    """``score --subset``: the ids given, in the benchmark's order; none at all is an error,
+    and without it the refusal names the flag."""
+    path = write(tmp_path, json.dumps({"sample_4": ["1"], "sample_1": ["2", "3"]}))
+    fmt, answers = read_generations(path, ITEMS, robust, subset=True)
+    assert fmt == "official" and list(answers) == ["sample_1", "sample_4"]
+    assert answers["sample_1"] == [Answer("2"), Answer("3")]
+    with pytest.raises(GenerationsError, match=r"4 of 6 ids have no generations.*--subset"):
+        read_generations(path, ITEMS, robust)
+    with pytest.raises(GenerationsError, match=r"gens.json: no generations; expected at least"):
+        read_generations(write(tmp_path, "{}"), ITEMS, robust, subset=True)
+    unknown = write(tmp_path, official(sample_77=["1"]))
+    with pytest.raises(GenerationsError, match="record 'sample_77': unknown id"):
+        read_generations(unknown, ITEMS, robust, subset=True)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import statistics
+
 import pytest
 
 from codereasoner.evaluation import (
@@ -11,6 +14,12 @@ from codereasoner.evaluation import (
     item_counts,
     mean_pass_at_k,
     pass_at_k,
+)
+from codereasoner.evaluation.metrics import (
+    jackknife_stderr,
+    pass_at_k_stderr,
+    standard_error,
+    stderr_table,
 )
 from codereasoner.tasks import Reason, Score
 
@@ -89,3 +98,24 @@ def test_mean_breakdown_and_accuracy() -> None:
     assert accuracy(scores(True, False, None, True)) == 0.5  # a skipped sample is not a pass
     with pytest.raises(ValueError):
         mean_pass_at_k([], 1)
+
+
+def test_standard_errors() -> None:
+    values = [1.0, 0.0, 0.0, 1.0, 1.0]
+    expected = statistics.stdev(values) / math.sqrt(len(values))
+    assert standard_error(values) == pytest.approx(expected)
+    assert standard_error([0.5]) is None and standard_error([]) is None
+    # pass@1 of one sample per item: the per-item verdicts' standard error
+    counts = [Counts(1, int(value)) for value in values]
+    assert pass_at_k_stderr(counts, 1) == pytest.approx(expected)
+    # pass@5 of 10 samples: the spread of the per-item estimates
+    many = [Counts(10, 3), Counts(10, 0), Counts(10, 10)]
+    per_item = [pass_at_k(10, c, 5) for c in (3, 0, 10)]
+    assert pass_at_k_stderr(many, 5) == pytest.approx(statistics.stdev(per_item) / math.sqrt(3))
+    assert stderr_table({"a": Counts(2, 1), "b": Counts(2, 2)}, [1]) == {
+        "pass@1": pytest.approx(0.25)
+    }
+    # the jackknife of a mean is the mean's standard error
+    left_out = [statistics.fmean(values[:i] + values[i + 1 :]) for i in range(len(values))]
+    assert jackknife_stderr(left_out) == pytest.approx(expected)
+    assert jackknife_stderr([0.3]) is None

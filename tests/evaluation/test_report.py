@@ -19,12 +19,14 @@ import pytest
 
 from codereasoner.evaluation.report import ReportDataError, load_runs, plots, render, write_report
 from codereasoner.evaluation.report.data import run_labels
+from codereasoner.evaluation.runner import SELF_CHECK
 from codereasoner.execution import Pool
 from tests.conftest import SHARED_DATA
 from tests.evaluation.report_stores import (
     add_core,
     add_official,
     add_reval,
+    legend_overlaps,
     new_store,
     reval_items,
 )
@@ -195,7 +197,11 @@ def test_comparison_of_two_runs_marks_the_best(built: Built) -> None:
         assert values[0] != values[1]
         winner = values.index(max(values))
         cells = rows[metric]
-        assert [c["text"] for c in cells] == [f"{v:.2f}" for v in values]
+        errors = [built.reports[f]["cruxeval-o"]["stderr"][metric] for f in "ab"]
+        assert all(error > 0 for error in errors)  # one standard error per score, shown
+        assert [c["text"] for c in cells] == [
+            f"{v:.2f} \u00b1 {e:.2f}" for v, e in zip(values, errors, strict=True)
+        ]
         assert [c["class"] == "best" for c in cells] == [i == winner for i in range(2)]
     core = [built.reports[f]["core"]["variants"]["project"]["mean"]["I"] for f in "ab"]
     assert core[0] > core[1]  # run b answers some CoRE questions with no answer
@@ -226,7 +232,8 @@ def test_every_link_resolves_and_every_score_links_to_failures(built: Built) -> 
     page = parse(render(runs))
     assert len(page.ids) == len(set(page.ids))
     assert page.links and set(page.links) <= set(page.ids)
-    score_cells = [cell for row in page.score_rows for cell in row[-2:]]
+    scores = [row for row in page.score_rows if row and not row[-3]["text"].startswith("items")]
+    score_cells = [cell for row in scores for cell in row[-2:]]
     assert score_cells and all(cell["href"].startswith("#fail-r") for cell in score_cells)
     failure_anchors = [
         anchor for anchor in page.links if re.fullmatch(r"fail-r\d-b\d-c\d+", anchor)
@@ -327,6 +334,11 @@ def test_page_renders_in_headless_chromium(built: Built, tmp_path: Path) -> None
     ).stdout
     assert 'class="scores"' in dom and ">model-a</th>" in dom
     assert dom.count("<svg") == 8 and "<script" not in dom
+    # every plot's legend (bars, CoRE's points) beside the data as Chromium lays it out; the
+    # same legends moved over the data are caught
+    found = legend_overlaps(CHROMIUM, out, tmp_path)
+    assert found["plots"] == 8 and found["marks"] > 40 and found["overlaps"] == []
+    assert legend_overlaps(CHROMIUM, out, tmp_path, moved=True)["overlaps"]
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -340,6 +352,7 @@ def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 def test_cli_writes_the_page_and_prints_tables(built: Built, tmp_path: Path) -> None:
     out = tmp_path / "site" / "report.html"
+    out.parent.mkdir()
     done = cli("report", *built.runs, "--out", out, "--json", "--examples", "1")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
@@ -372,6 +385,41 @@ def test_cli_bad_path_is_one_line_exit_2_and_keeps_the_old_page(
     assert out.read_text() == "previous report"
     done = cli("report", built.runs[0], "--examples", "-1", "--out", out)
     assert (done.returncode, done.stderr.count("\n")) == (2, 1)
+
+
+def one_error_line(done: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: --out"), done.stderr
+    assert "Traceback" not in done.stderr and all(word in lines[0] for word in words), lines[0]
+
+
+def test_cli_never_writes_over_a_run_or_into_a_missing_folder(built: Built, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(built.runs[0], run)
+    (run / "results.json").write_text("{}")
+    before = {path.name: path.read_bytes() for path in run.iterdir()}
+    link = tmp_path / "link.sqlite"
+    link.symlink_to(run / "run.sqlite")
+    (tmp_path / "sub").mkdir()
+    for given, out in (
+        (run, run / "run.sqlite"),
+        (run, link),  # a symlink to the store
+        (run, tmp_path / "sub" / ".." / "run" / "run.sqlite"),
+        (run / "run.sqlite", run / "results.json"),
+        (link, run / "run.sqlite-wal"),
+    ):
+        one_error_line(cli("report", given, "--out", out), "own file", "give another file")
+    assert {path.name: path.read_bytes() for path in run.iterdir()} == before
+    missing = tmp_path / "nowhere" / "deeper" / "r.html"
+    one_error_line(cli("report", run, "--out", missing), "does not exist")
+    assert not (tmp_path / "nowhere").exists()
+    afile = tmp_path / "afile"
+    afile.write_text("a file")
+    one_error_line(cli("report", run, "--out", afile / "r.html"), "is not a folder")
+    assert afile.read_text() == "a file"
+    done = cli("report", run, "--out", run / "report.html")  # beside the store: allowed
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.skipif(
@@ -427,7 +475,9 @@ def test_report_on_real_runner_output(tmp_path: Path) -> None:
     parsed = parse(page)
     assert HOSTILE not in page and parsed.scripts == 0
     assert set(parsed.links) <= set(parsed.ids)
-    assert [cell["class"] for cell in parsed.score_rows[1][-2:]] == [None, "best"]
+    # the oracle's 100 is a self-check: labelled, never "best"
+    assert [cell["class"] for cell in parsed.score_rows[2][-2:]] == [None, None]
+    assert page.count(">SELF-CHECK</span>") >= 2 and SELF_CHECK in page
 
 
 def test_a_run_still_running_shows_its_failures_without_scores(

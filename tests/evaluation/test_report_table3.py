@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from codereasoner.cli import app
 from codereasoner.evaluation.report import choose_labels, load_runs, render, table3
 from codereasoner.evaluation.report.data import ReportDataError
-from codereasoner.evaluation.runner import Runner, RunSettings
+from codereasoner.evaluation.runner import SELF_CHECK, Runner, RunSettings
 from codereasoner.execution import Pool
 from codereasoner.models import load_backend
 from codereasoner.models.replay_server import Query, ReplayServer
@@ -78,6 +78,25 @@ def expected_scores(reports: dict[str, Any]) -> dict[str, float]:
     return found
 
 
+def expected_errors(reports: dict[str, Any]) -> dict[str, float | None]:
+    """The standard errors of the Table 3 cells (percent), read from the stored reports (None:
+    none stored, e.g. REval's jackknife with a single program)."""
+    found = {f"{name} pass@1": reports[name]["stderr"]["pass@1"] for name in PASS_AT_K}
+    found["core I"] = reports["core"]["variants"]["project"]["mean"].get("stderr", {}).get("I")
+    errors = reports["reval"]["stderr"]
+    accuracies = {"coverage": errors.get("coverage", {}).get("acc")}
+    accuracies |= {kind: errors.get(kind) for kind in REVAL_KINDS[1:]}
+    found |= {
+        f"reval {kind} acc": None if error is None else 100 * error
+        for kind, error in accuracies.items()
+    }
+    return found
+
+
+def cell(score: float, error: float | None) -> str:
+    return f"{score:.2f}" + ("" if error is None else f" \u00b1 {error:.2f}")
+
+
 def cli(*args: str | Path) -> Result:
     """The command in this process (click's runner), 160 columns wide."""
     runner = CliRunner(env={"COLUMNS": "160"})
@@ -101,6 +120,11 @@ def test_rows_columns_and_averages(runs: dict[str, Any], tmp_path: Path) -> None
         assert row["avg"] == pytest.approx(fmean(expected.values()))
         assert row["missing"] == [column for column in COLUMNS if column not in expected]
     raw, full, rl_only = table["rows"]
+    # every score's standard error, as stored (percent); none where the score is missing
+    for row in (raw, full):
+        assert row["stderr"] == pytest.approx(expected_errors(runs[row["label"]]))
+    assert rl_only["stderr"]["core I"] is None and rl_only["stderr"]["cruxeval-o pass@1"] == 0.0
+    assert [row["self_check"] for row in table["rows"]] == [False, True, True]
     assert full["avg"] == 100.0 and not full["missing"]
     assert raw["avg"] < 100.0 and raw["scores"]["cruxeval-o pass@1"] == 0.0
     assert rl_only["missing"] == ["core I", *COLUMNS[3:]] and rl_only["avg"] == 100.0
@@ -127,9 +151,15 @@ def test_the_terminal_table(runs: dict[str, Any], tmp_path: Path) -> None:
     rows = [line.strip("│ ") for line in text.splitlines() if line.startswith("│")]
     full = next(row for row in rows if row.startswith("full"))
     assert full.count("100.00") == len(COLUMNS) + 1  # every column and the avg
+    errors = expected_errors(runs["full"])
+    assert sum(error is not None for error in errors.values()) >= 2
+    # each score's standard error where one is stored (not avg's)
+    assert full.count("± 0.00") == sum(error is not None for error in errors.values())
+    assert full.startswith("full (SELF-CHECK)")  # the oracle's run, tagged
     flagged = next(row for row in rows if row.startswith("rl-only"))
     assert flagged.count("-") >= len(COLUMNS) - 2 and "100.00*" in flagged
     assert "unweighted mean" in text.replace("\n", " ")
+    assert SELF_CHECK in text.replace("\n", " ")
 
 
 class Table3Parser(HTMLParser):
@@ -171,9 +201,15 @@ def test_the_html_section(runs: dict[str, Any]) -> None:
     parsed.feed(page)
     header, *rows = parsed.rows
     assert header == ["run", *(column.replace(" ", "", 1) for column in COLUMNS), "avg"]
-    assert [row[0] for row in rows] == ["raw model", "full", "rl-only"]
-    assert rows[1][1:] == ["100.00"] * (len(COLUMNS) + 1)
+    # the oracle's runs: labelled as self-checks, and never "best"
+    assert [row[0] for row in rows] == ["raw model", "full SELF-CHECK", "rl-only SELF-CHECK"]
+    assert "best" not in page[page.index('id="table3"') : page.index('id="runs"')]
+    full = expected_errors(runs["full"])
+    assert rows[1][1:] == [cell(100.0, full[name]) for name in COLUMNS] + ["100.00"]
     assert rows[2][4:-1] == ["-"] * 4 and rows[2][-1] == "100.00*"
+    errors, scores = expected_errors(runs["raw"]), expected_scores(runs["raw"])
+    assert rows[0][1:-1] == [cell(scores[name], errors[name]) for name in COLUMNS]
+    assert any("\u00b1" in text for text in rows[0])
     assert "table3" in parsed.links and set(parsed.links) <= set(parsed.ids)
     assert page.index('id="table3"') < page.index('id="runs"')
     assert "unweighted mean" in page and "<script" not in page
@@ -187,8 +223,12 @@ def test_the_default_layout_is_unchanged(runs: dict[str, Any], tmp_path: Path) -
     assert done.exit_code == 0, done.stderr
     summary = json.loads(done.stdout)
     models = [run.model for run in load_runs(paths)]
-    assert models[1] == "oracle" and models[0].startswith("openai:replay@")
-    assert "table3" not in summary and [run["label"] for run in summary["runs"]] == models
+    assert models[1] == "oracle" and models[0].startswith("openai:replay")
+    # the default label: the model's short name, not its server's URL
+    assert "table3" not in summary and [run["label"] for run in summary["runs"]] == [
+        "replay",
+        "oracle",
+    ]
     assert 'id="table3"' not in (tmp_path / "r.html").read_text()
     labelled = json.loads(
         cli(*paths, "--json", "--label", "mine", "--out", tmp_path / "r.html").stdout
@@ -225,6 +265,6 @@ def test_user_mistakes_are_one_line(runs: dict[str, Any], tmp_path: Path) -> Non
 def test_choose_labels_directly(runs: dict[str, Any]) -> None:
     loaded = load_runs(folders(runs, "raw", "full"))
     assert choose_labels(loaded, [], "table3") == ["raw", "full"]
-    assert choose_labels(loaded, [], "benchmarks") == [run.model for run in loaded]
+    assert choose_labels(loaded, [], "benchmarks") == ["replay", "oracle"]
     with pytest.raises(ReportDataError, match="--layout 'wide'"):
         choose_labels(loaded, [], "wide")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import sqlite3
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -198,7 +201,7 @@ def cli(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_score_cli_jsonl(items: list[Item], tmp_path: Path) -> None:
+def test_score_cli_jsonl(items: list[Item], pool: Pool, tmp_path: Path) -> None:
     generations = write_jsonl(tmp_path / "gens.jsonl", items)
     done = cli(tmp_path, "-g", generations, "--json")
     assert done.returncode == 0, done.stderr
@@ -209,6 +212,20 @@ def test_score_cli_jsonl(items: list[Item], tmp_path: Path) -> None:
     )
     assert report["output_subsets"]["classeval_leak"] == {"items": 1, "acc": 0.5}
     assert report["reasons"]["state"] == {"correct": 28, "not_a_literal": 12}
+    # standard errors: the delete-one-program jackknife, worked out here from the verdicts
+    answers = {item.id: [extract(item, answer(item, r)) for r in (0, 1)] for item in items}
+    scored = score_reval(items, answers, pool)
+    programs = sorted({str(item.metadata["task_id"]) for item in items})
+    assert len(programs) >= 2
+    for key in ("state", "output", "consistency"):
+        left_out = [
+            scored.mean_metrics([i for i in items if str(i.metadata["task_id"]) != program])[key]
+            for program in programs
+        ]
+        mean, g = statistics.fmean(left_out), len(left_out)
+        expected = math.sqrt((g - 1) / g * sum((value - mean) ** 2 for value in left_out))
+        assert report["stderr"][key] == pytest.approx(expected), key
+    assert set(report["stderr"]["coverage"]) == {"acc", "prec", "rec", "f1"}
     table = cli(tmp_path, "-g", generations)
     assert table.returncode == 0 and "consistency (IC, %)" in table.stdout
     assert "70.9375" in table.stdout
@@ -300,3 +317,44 @@ def test_unparsable_answers_are_counted_wrong(items: list[Item], pool: Pool) -> 
         "fn": 14,
     }
     assert scored.reasons() == {"coverage": {"no_answer": 20}}
+
+
+def test_a_source_without_items_has_no_figures(
+    items: list[Item], pool: Pool, tmp_path: Path
+) -> None:
+    """A run holding one source's items only (``eval --limit``) reports no by-source row for
+    the other: an empty group has no metrics (it once got every item's)."""
+    sources = {str(item.metadata["source"]) for item in items}
+    assert sources == {"humaneval", "classeval"}
+    answers = {item.id: [extract(item, right_answer(item))] for item in items}
+    scored = score_reval(items, answers, pool)
+    assert scored.metrics(0, []) == {} and scored.mean_metrics([]) == {}
+    run = tmp_path / "run"
+    env = {**os.environ, "CODEREASONER_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-m", "codereasoner", "eval", "--model", "oracle", "--bench", "reval",
+         "--limit", "10", "--data-dir", FIXTURES.parent, "--out", run, "--json"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(run / "run.sqlite") as connection:
+        held = {
+            source
+            for (source,) in connection.execute(
+                "SELECT DISTINCT json_extract(metadata, '$.source') FROM items"
+            )
+        }
+        (stored,) = connection.execute("SELECT report FROM results WHERE benchmark = 'reval'")
+    assert len(held) == 1 and held < sources  # the first items: one source only
+    report = json.loads(stored[0])
+    assert set(report["by_source"]) == held
+    page = tmp_path / "r.html"
+    shown = subprocess.run(
+        [sys.executable, "-m", "codereasoner", "report", run, "--out", page],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    (absent,) = sources - held
+    text = page.read_text()
+    assert f'<td class="name">{held.pop()}</td>' in text
+    assert f'<td class="name">{absent}</td>' not in text

@@ -72,9 +72,9 @@ def test_other_settings_in_the_same_run_dir_are_refused(tmp_path: Path, pool: Po
     with _runner(tmp_path, OracleBackend(), pool) as runner:
         runner.run()
     rows = _rows(tmp_path)
-    with pytest.raises(RunError, match=r"style=\"direct\", this run asks style=\"cot\""):
+    with pytest.raises(RunError, match=r"--style \"direct\", this run asks --style \"cot\""):
         _runner(tmp_path, OracleBackend(), pool, style="cot").run()
-    with pytest.raises(RunError, match="sampling"):
+    with pytest.raises(RunError, match=r"--temperature 0\.0, this run asks --temperature 0\.2"):
         from codereasoner.models import Sampling
 
         _runner(tmp_path, OracleBackend(), pool, sampling=Sampling(temperature=0.2)).run()
@@ -125,13 +125,18 @@ def test_a_server_failure_marks_the_run_failed_and_resume_finishes_it(
             stored = store.counts()["completions"]
         assert row is not None and row.status == "failed" and "403" in row.message
         assert 0 < stored < len(prompts)
-        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
-    with ReplayServer(port=port) as server:  # the URL is part of the model id: keep it
+        first_url = server.url
+    with ReplayServer() as server:  # another port: the run is of the model, not of the URL
+        assert server.url != first_url
         backend = load_backend(f"openai:replay@{server.url}", concurrency=1)
         with _runner(tmp_path / "run", backend, pool, benchmarks=("cruxeval-o",)) as runner:
             summary = runner.run()
         assert server.stats()["requests"] == len(prompts) - stored  # nothing asked twice
     assert summary.reports["cruxeval-o"]["items"] == len(prompts)
+    assert summary.model == "openai:replay"
     with sqlite3.connect(tmp_path / "run" / "run.sqlite") as connection:
-        assert connection.execute("SELECT status FROM run").fetchone()[0] == "done"
+        assert connection.execute("SELECT status, model FROM run").fetchone() == (
+            "done",
+            "openai:replay",
+        )
         assert connection.execute("SELECT COUNT(*) FROM completions").fetchone()[0] == len(prompts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 
@@ -17,6 +18,7 @@ from codereasoner.models import (
     load_backend,
     parse_spec,
 )
+from codereasoner.models.base import BackendUnavailable, model_identity
 from codereasoner.models.openai import OpenAIBackend, cut_at_stop, share_tokens
 from codereasoner.models.replay_server import Query, ReplayServer, count_tokens, echo_reply
 
@@ -248,3 +250,59 @@ def test_callback_errors_propagate_and_loops_nest(replay: ReplayServer) -> None:
         return collect(backend(replay), [Request("y")])
 
     assert asyncio.run(inside_a_loop())[0][0].text
+
+
+def test_failures_that_go_on_are_warned_about_then_the_recovery_noted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="codereasoner.models.openai")
+    with ReplayServer(failures=(503,) * 5) as server:
+        model = OpenAIBackend(
+            server.model, server.url, backoff_s=0.05, backoff_max_s=0.1, warn_after_s=0.1
+        )
+        assert collect(model, [Request("x")])[0][0].text
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings  # then not again before warn_every_s
+    assert warnings[0].startswith(f"{server.url}/completions: every request has failed for")
+    assert "HTTP 503" in warnings[0]
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert infos == [f"{server.url}: the server answers again"]
+
+
+def test_short_failures_are_not_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="codereasoner.models.openai")
+    with ReplayServer(failures=(503, 503)) as server:
+        collect(backend(server), [Request("x")])
+    assert not caplog.records
+
+
+def test_the_last_attempt_gives_up_without_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="codereasoner.models.openai")
+    with ReplayServer(failures=(503,) * 5) as server:
+        # the second (last) attempt comes 0.1-0.2 s after the first: past warn_after_s
+        model = OpenAIBackend(
+            server.model, server.url, max_retries=1, backoff_s=0.2, warn_after_s=0.05
+        )
+        with pytest.raises(BackendUnavailable, match="gave up after 2 attempts; last: HTTP 503"):
+            collect(model, [Request("x")])
+        assert server.stats()["requests"] == 2
+    assert not caplog.records  # no "still retrying" right before giving up
+
+
+def test_a_permanent_refusal_is_not_unavailable() -> None:
+    with (
+        ReplayServer(failures=(400,)) as server,
+        pytest.raises(BackendError, match="HTTP 400") as caught,
+    ):
+        collect(backend(server), [Request("x")])
+    assert not isinstance(caught.value, BackendUnavailable)
+
+
+def test_the_identity_leaves_out_the_server_url() -> None:
+    a = load_backend("openai:qwen@http://node17:8000/v1")
+    b = load_backend("openai:qwen@https://node18/v1/")
+    assert a.model_id != b.model_id
+    assert model_identity(a.model_id) == model_identity(b.model_id) == "openai:qwen"
+    assert model_identity("openai:org@x@http://h/v1") == "openai:org@x"  # split at the last @
+    for own in ("hf:/models/q@v2", "vllm:Qwen/Qwen2.5", "oracle"):
+        assert model_identity(own) == own

@@ -1,6 +1,8 @@
 """LiveCodeBench code execution (``livecodebench/execution-v2``) and test output prediction
-(``livecodebench/test_generation``), both split ``test``, read from JSON Lines: the rows fetched
-from the Hugging Face dataset viewer, or an export written with ``datasets`` (records orientation).
+(``livecodebench/test_generation``), both split ``test``, read from JSON Lines: the split's parquet
+files fetched from the Hugging Face dataset repository at a pinned revision (through
+``huggingface_hub``, concatenated in name order into the cache as JSON Lines), or an export written
+with ``datasets`` (records orientation).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from codereasoner.benchmarks.cache import DataUnavailable, Source
+from codereasoner.benchmarks.cache import DataUnavailable, hub_source
 from codereasoner.benchmarks.records import read_jsonl, unique_ids
 from codereasoner.benchmarks.spec import Benchmark, Stops
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
@@ -20,9 +22,25 @@ from codereasoner.tasks import Item
 
 COMMIT = "28fef95ea8c9f7a547c8329f2cd3d32b92c1fa24"
 UPSTREAM = f"https://github.com/LiveCodeBench/LiveCodeBench/tree/{COMMIT}"
-_ROWS = "https://datasets-server.huggingface.co/rows?dataset=livecodebench%2F{}&config=default&split=test"
-EXECUTION = Source("execution-v2.jsonl", _ROWS.format("execution-v2"), kind="hf-rows")
-TEST_GENERATION = Source("test_generation.jsonl", _ROWS.format("test_generation"), kind="hf-rows")
+# The test split: every parquet shard under data/ (`test-00000-of-00001.parquet`, or with the hash
+# suffix older `datasets` versions add, or several), read in name order. The revisions (and test
+# output prediction's parquet sha256) are the dataset commits public projects pinning
+# LiveCodeBench list, with its code at COMMIT; they were not checked against the Hub from here,
+# which is out of reach. The cache's manifest records the commit each download resolved to and
+# the files it read, and the sha256 of the JSON Lines written from them, as for every file.
+SPLIT_PATTERN = "data/test-*.parquet"
+EXECUTION_REVISION = "fcf5430809253fd78c5dc5b57573ca673e6e43c2"
+TEST_GENERATION_REVISION = "6f3ac40bbecf81eba15899139d279b077f2816fd"
+EXECUTION = hub_source(
+    "execution-v2.jsonl", "livecodebench/execution-v2", EXECUTION_REVISION, SPLIT_PATTERN
+)
+TEST_GENERATION = hub_source(
+    "test_generation.jsonl",
+    "livecodebench/test_generation",
+    TEST_GENERATION_REVISION,
+    SPLIT_PATTERN,
+    upstream_sha256="4826aa00c059d6d47a099606ceed2d0e51d3aeeb1868f1bcf349a038bb64b4b1",
+)
 
 # Upstream's BASE_IMPORTS (benchmarks.md §3.6), run before every program, in its order, so that
 # `bisect` ends up as the module. As upstream, numpy and pandas must be installed (Debian:

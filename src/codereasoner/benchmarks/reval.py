@@ -15,8 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from codereasoner.benchmarks.reval_truth import GT_LIMITS, Pair, PairTruth, Trut
 from codereasoner.benchmarks.reval_truth import compute_truth as _compute
 from codereasoner.benchmarks.spec import Benchmark, Clock, Metrics, Stops
 from codereasoner.execution import Limits, Pool, SandboxUnavailable, plan_isolation, sandboxed
+from codereasoner.files import write_atomic
 from codereasoner.tasks import Extraction, Item
 
 __all__ = [
@@ -240,20 +239,8 @@ def _read_cache(path: Path) -> dict[str, PairTruth] | None:
 def _write_cache(path: Path, truths: Mapping[str, PairTruth]) -> None:
     """Best effort: an unwritable cache only costs a recomputation next time."""
     body = {"version": TRUTH_VERSION, "pairs": {k: v.to_json() for k, v in truths.items()}}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".truth.")
-    except OSError:
-        return
-    try:
-        with os.fdopen(handle, "w") as out:
-            json.dump(body, out)
-        os.replace(temporary, path)
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+    with contextlib.suppress(OSError):
+        write_atomic(path, json.dumps(body))
 
 
 BENCHMARKS = (

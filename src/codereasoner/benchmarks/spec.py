@@ -111,7 +111,9 @@ class Benchmark:
     ) -> list[Item]:
         """Items from ``data_dir`` (the data root or this benchmark's folder), else the cache."""
         folder = None if data_dir is None else self.folder(data_dir)
-        paths = locate(self.dataset, self.sources, folder, download=download, cache=cache)
+        paths = locate(
+            self.dataset, self.sources, folder, download=download, cache=cache, benchmark=self.name
+        )
         return self.parse(paths)
 
     def cache_status(self, cache: Path | None = None) -> list[FileStatus]:

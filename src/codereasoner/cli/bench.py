@@ -11,8 +11,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from codereasoner import benchmarks
-from codereasoner.benchmarks.cache import LOCAL, LOCAL_HINT, DataUnavailable, fetch
-from codereasoner.cli.common import console, fail
+from codereasoner.benchmarks.cache import (
+    LOCAL,
+    DataUnavailable,
+    cache_root,
+    fetch,
+    import_files,
+    import_hint,
+)
+from codereasoner.cli.common import console, dump_json, fail, safe_markup
 
 bench_app = typer.Typer(help="Describe and fetch benchmarks.", no_args_is_help=True)
 
@@ -35,19 +42,46 @@ def _cache_word(bench: benchmarks.Benchmark) -> str:
     return "not cached"
 
 
+def _listing(bench: benchmarks.Benchmark) -> dict[str, Any]:
+    word = _cache_word(bench)
+    local = word == "local"
+    return {
+        "name": bench.name,
+        "tasks": list(bench.tasks),
+        "items": bench.counts.get("items"),
+        "license": bench.license,
+        "cache": word,
+        "available": word == "cached",
+        "where": bench.sources[0].url if local else str(cache_root() / bench.dataset),
+    }
+
+
 @bench_app.command("list")
-def list_command() -> None:
+def list_command(
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print a JSON list: name, tasks, items, license, cache, available (the data is "
+            "in the cache and verified) and where (the cache folder, or what --data-dir takes).",
+        ),
+    ] = False,
+) -> None:
     """All benchmarks: task, size, license, cache status."""
+    listing = [_listing(bench) for bench in benchmarks.REGISTRY.values()]
+    if as_json:
+        typer.echo(dump_json(listing, indent=2))
+        return
     table = Table(title="benchmarks", title_justify="left")
     for column in ("name", "task", "items", "license", "cache"):
         table.add_column(column, overflow="fold")
-    for bench in benchmarks.REGISTRY.values():
+    for entry in listing:
         table.add_row(
-            bench.name,
-            ", ".join(bench.tasks),
-            str(bench.counts.get("items", "?")),
-            escape(bench.license),
-            _cache_word(bench),
+            escape(entry["name"]),
+            escape(", ".join(entry["tasks"])),
+            str(entry["items"] if entry["items"] is not None else "?"),
+            escape(entry["license"]),
+            entry["cache"],
         )
     console.print(table)
 
@@ -84,6 +118,7 @@ def show_command(
                 "url": entry.source.url,
                 "kind": entry.source.kind,
                 "pinned_sha256": entry.source.sha256,
+                "upstream_sha256": entry.source.upstream_sha256,
                 "cache_path": str(entry.path),
                 "cached": entry.present,
                 "verified": entry.verified,
@@ -139,6 +174,8 @@ def show_command(
             if entry["pinned_sha256"]
             else "sha256 recorded on first download"
         )
+        if entry["upstream_sha256"]:
+            pinned = f"upstream file sha256 {entry['upstream_sha256']}; {pinned}"
         table.add_row(
             f"file {entry['name']}",
             escape(f"{entry['url']} ({pinned}); cache: {entry['cache_path']} ({state})"),
@@ -161,31 +198,73 @@ def fetch_command(
             "the other commands."
         ),
     ] = None,
+    origin: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Import files you downloaded by hand into the cache instead of downloading: a "
+            "folder holding the benchmark's files (see 'bench show'), or the data root holding "
+            "its dataset's folder. Checksums are verified; nothing is copied on a mismatch.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Download a benchmark's data (into the cache, or --data-dir) and record its checksums."""
+    """Download a benchmark's data (into the cache, or --data-dir) and record its checksums;
+    with --from, import local files into the cache instead."""
     bench = _get(name)
+    if origin is not None:
+        if data_dir is not None:
+            fail("--from imports into the cache; give --from or --data-dir, not both")
+        _import(bench, origin)
+    else:
+        _download(bench, data_dir)
     folder = None if data_dir is None else _fetch_folder(bench, data_dir)
-    created = [] if folder is None else [p for p in (folder, *folder.parents) if not p.exists()]
-    for source in bench.sources:
-        try:
-            path = fetch(bench.dataset, source, folder=folder)
-        except (DataUnavailable, OSError) as exc:
-            _remove_empty(created)
-            fail(_fetch_error(exc, folder))
-        console.print(f"{escape(source.filename)}: {escape(str(path))}")
     try:
         count = len(bench.load(folder, download=False))
     except DataUnavailable as exc:
         fail(str(exc))
-    console.print(f"{bench.name}: {count} items (upstream: {bench.counts.get('items', '?')})")
+    console.print(
+        f"{safe_markup(bench.name)}: {count} items (upstream: {bench.counts.get('items', '?')})"
+    )
 
 
-def _fetch_error(exc: DataUnavailable | OSError, folder: Path | None) -> str:
+def _import(bench: benchmarks.Benchmark, origin: Path) -> None:
+    if not origin.is_dir():
+        what = "not a folder" if origin.exists() else "no such folder"
+        fail(f"--from {origin}: {what}; expected the folder holding the files to import")
+    try:
+        paths = import_files(bench.dataset, bench.sources, bench.folder(origin))
+    except (DataUnavailable, OSError) as exc:
+        if isinstance(exc, DataUnavailable):
+            fail(str(exc))
+        fail(f"cannot import into the cache {cache_root()} ({exc.strerror or exc})")
+    for path in paths:
+        console.print(f"{safe_markup(path.name)}: {safe_markup(path)} (imported, sha256 checked)")
+
+
+def _download(bench: benchmarks.Benchmark, data_dir: Path | None) -> None:
+    folder = None if data_dir is None else _fetch_folder(bench, data_dir)
+    created = [] if folder is None else [p for p in (folder, *folder.parents) if not p.exists()]
+    for source in bench.sources:
+        try:
+            path = fetch(bench.dataset, source, folder=folder, benchmark=bench.name)
+        except (DataUnavailable, OSError) as exc:
+            _remove_empty(created)
+            fail(_fetch_error(bench, exc, folder))
+        console.print(f"{safe_markup(source.filename)}: {safe_markup(path)}")
+
+
+def _fetch_error(
+    bench: benchmarks.Benchmark, exc: DataUnavailable | OSError, folder: Path | None
+) -> str:
+    """The one error line; here ``--data-dir`` is where to download to, so the way to use
+    local files is ``--from`` (into the cache) or copying them into that folder."""
     if isinstance(exc, DataUnavailable):
-        message = str(exc)
-        if folder is not None:  # the hint to use local files: they go into that folder
-            message = message.replace(LOCAL_HINT, f"or copy the files into {folder} by hand")
-        return message
+        if not exc.local:
+            return str(exc)
+        if folder is None:
+            return f"{exc.problem}; {import_hint(bench.name)}"
+        return f"{exc.problem}; copy the files you downloaded into {folder} by hand instead"
     return f"--data-dir: cannot write into {folder} ({exc.strerror or exc})"
 
 

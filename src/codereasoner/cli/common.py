@@ -20,29 +20,34 @@ from pathlib import Path
 from typing import Annotated, NoReturn, cast
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
+from typer import _click  # typer's own click, which its commands and parameters are built on
 
+from codereasoner.cli.progress import LineProgress
 from codereasoner.execution import (
     Call,
     CallSyntaxError,
     ExecResult,
+    Limits,
     Pool,
     SandboxUnavailable,
     parse_call,
 )
 
-console = Console()
+# No emoji codes: a file name such as "x:smile:.py" is shown as typed, like markup in it.
+console = Console(emoji=False)
 
 DATA_DIR_OPTION = typer.Option(
     "--data-dir",
     help="Benchmark data: the data root (one folder per dataset: cruxeval/, livecodebench/, "
     "reval/, core/) or the benchmark's own folder (default: the download cache).",
 )
-error_console = Console(stderr=True)
+error_console = Console(stderr=True, emoji=False)
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), bidi controls, lone
 # surrogates (which cannot even be encoded for the terminal).
@@ -63,7 +68,8 @@ def safe_text(text: object) -> str:
 
 def safe_markup(text: object) -> str:
     """:func:`safe_text`, escaped for Rich markup (for text the user typed, such as a file name;
-    prefer :func:`safe_cell` for text from the sandbox, which leaves ``:emoji:`` codes as typed)."""
+    prefer :func:`safe_cell` for text from the sandbox). The consoles here render no ``:emoji:``
+    codes, so ``x:smile:.py`` is shown as typed."""
     return escape(safe_text(text))
 
 
@@ -97,6 +103,113 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+# Metavars as click writes them (``--call TEXT``, ``FILE``, ``RUN...``), not typer's type names
+# (``<str>``, ``<list[Path]>``, ``{file}``), by the type typer would show.
+_METAVARS = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "path": "PATH", "file": "FILE"}
+
+
+def _metavar(param: typer.core.TyperOption, ctx: _click.Context) -> str:
+    label = param.display_type(ctx).strip("<>")
+    label = label.removeprefix("list[").removesuffix("]")
+    return _METAVARS.get(label.lower(), re.sub(r"\W+", "_", label).strip("_").upper() or "VALUE")
+
+
+def _argument_name(param: _click.Parameter) -> str:
+    name = param.metavar or (param.name or "").upper()
+    return name + ("..." if param.nargs != 1 else "")
+
+
+def _is_argument(param: _click.Parameter) -> bool:
+    return param.param_type_name == "argument"
+
+
+class PlainHelpCommand(typer.core.TyperCommand):
+    """A command whose help writes values as click does: ``--n INTEGER``, ``--call TEXT``, and
+    arguments by name, ``FILE`` (required) or ``[OVERRIDES]...`` (optional). Installed on every
+    command by :func:`plain_help`."""
+
+    def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if _is_argument(param) and not getattr(param, "hidden", False):
+                name = param.metavar or (param.name or "").upper()
+                name = name if param.required else f"[{name}]"
+                pieces.append(name + ("..." if param.nargs != 1 else ""))
+        return pieces
+
+    def format_options(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            if (
+                isinstance(param, typer.core.TyperOption)
+                and param.metavar is None
+                and not (param.is_flag or param.count)
+            ):
+                param.metavar = _metavar(param, ctx)
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if _is_argument(param):
+                arguments.append((_argument_name(param), record[1]))
+            else:
+                options.append(record)
+        if arguments:
+            with formatter.section("Arguments"):
+                formatter.write_dl(arguments)
+        if options:
+            with formatter.section("Options"):
+                formatter.write_dl(options)
+
+
+def plain_help(app: typer.Typer) -> None:
+    """Give every command of ``app`` and of its groups :class:`PlainHelpCommand`'s help (call it
+    once every command is registered)."""
+    for info in app.registered_commands:
+        if info.cls in (None, typer.core.TyperCommand):
+            info.cls = PlainHelpCommand
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            plain_help(group.typer_instance)
+
+
+def _not_a_folder(paths: Sequence[Path]) -> Path | None:
+    """The first of ``paths`` that exists (or is a dangling link), when it is not a folder: the
+    file that stops the first of them from being (or becoming) a folder."""
+    for candidate in paths:
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+        if candidate.is_symlink():  # a dangling link: mkdir would fail on it
+            return candidate
+    return None
+
+
+def _refuse_file_in_the_way(flag: str, path: Path, paths: Sequence[Path]) -> None:
+    blocker = _not_a_folder(paths)
+    if blocker is not None:
+        given = f"{flag} {path}" if flag else str(path)
+        fail(f"{given}: {'' if blocker == path else f'{blocker} '}is a file, not a folder")
+
+
+def check_parents(flag: str, path: Path) -> None:
+    """One error line when a file stands where one of ``path``'s parent folders is or would be
+    created (``flag``: the flag that gave it, or "" for an argument):
+    ``--out afile/x.jsonl: afile is a file, not a folder``."""
+    _refuse_file_in_the_way(flag, path, path.parents)
+
+
+def check_folder(flag: str, path: Path) -> None:
+    """:func:`check_parents`, and ``path`` itself a folder if it exists:
+    ``--out afile: is a file, not a folder``."""
+    _refuse_file_in_the_way(flag, path, (path, *path.parents))
+
+
+def check_file(flag: str, path: Path) -> None:
+    """:func:`check_parents`, and ``path`` not a folder: a file can be written there."""
+    check_parents(flag, path)
+    if path.is_dir():
+        fail(f"{flag} {path}: is a folder; expected a file name")
+
+
 # The program file and the call of `run` and `trace` (read with read_program_and_call).
 ProgramFile = Annotated[Path, typer.Argument(help="Python source file defining the entry point.")]
 CallText = Annotated[
@@ -122,7 +235,7 @@ def read_program_and_call(file: Path, call: str) -> tuple[str, Call]:
 def emit_report(report: dict, as_json: bool, show: Callable[[dict], None]) -> None:
     """Print a scoring report (JSON or tables); exit 1 if sandbox failures left it incomplete."""
     if as_json:
-        typer.echo(json.dumps(report, indent=2))
+        typer.echo(dump_json(report, indent=2))
     else:
         show(report)
     if report["sandbox_errors"]:
@@ -133,29 +246,66 @@ def emit_report(report: dict, as_json: bool, show: Callable[[dict], None]) -> No
         raise typer.Exit(1)
 
 
+# The execution layer's names for settings (in its ValueErrors), as the flags that set them.
+FLAG_NAMES = {
+    "timeout_s": "--timeout",
+    "memory_mb": "--memory-mb",
+    "max_steps": "--max-steps",
+    "max_value_chars": "--max-value-chars",
+    "isolation": "--isolation",
+}
+_FLAG_NAME = re.compile(r"\b(" + "|".join(FLAG_NAMES) + r")\b")
+# "timeout_s must be a positive number, got 0.0", "isolation must be one of a, b, not 'c'"
+_MUST_BE = re.compile(r"(?P<name>\w+) must be (?P<expected>.+), (?:got|not) (?P<value>.+)")
+
+
+def flag_message(exc: Exception) -> str:
+    """An execution-layer error in the user's words, as ``--timeout 0.0: expected a positive
+    number``: its setting names replaced by the flags that set them."""
+    text = str(exc)
+    match = _MUST_BE.fullmatch(text)
+    if match is not None and match["name"] in FLAG_NAMES:
+        return f"{FLAG_NAMES[match['name']]} {match['value']}: expected {match['expected']}"
+    return _FLAG_NAME.sub(lambda found: FLAG_NAMES[found.group()], text)
+
+
+def checked_limits(**settings: float) -> Limits:
+    """``Limits(**settings)``, or one error line naming the flag (``--timeout``, not ``timeout_s``)."""
+    try:
+        return Limits(**settings)  # type: ignore[arg-type]
+    except ValueError as exc:
+        fail(flag_message(exc))
+
+
 @contextmanager
-def open_pool(**options: object) -> Iterator[Pool]:
-    """A sandbox pool for a command, with a live count of the calls run (on a terminal)."""
+def open_pool(*, show_progress: bool = True, **options: object) -> Iterator[Pool]:
+    """A sandbox pool for a command, with a count of the calls run: live on a terminal, periodic
+    lines on stderr elsewhere (``show_progress=False`` for a command that runs a call or two)."""
     try:
         pool = Pool(**options)  # type: ignore[arg-type]
     except SandboxUnavailable as exc:
         fail(f"sandbox unavailable: {exc}")
     except ValueError as exc:
-        fail(str(exc))
+        fail(flag_message(exc))
     for warning in pool.warnings:
-        error_console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("running in the sandbox: {task.completed:,.0f} calls"),
-        TimeElapsedColumn(),
-        console=error_console,
-        transient=True,
-        disable=not error_console.is_terminal,
-    )
-    task = progress.add_task("sandbox", total=None)
-    pool.on_batch = lambda calls: progress.advance(task, calls)
-    with pool, progress:
-        yield pool
+        error_console.print(
+            f"[yellow]warning:[/] {safe_markup(warning)}", highlight=False, soft_wrap=True
+        )
+    with pool:
+        if not show_progress:
+            yield pool
+            return
+        progress = LineProgress(
+            SpinnerColumn(),
+            TextColumn("running in the sandbox: {task.completed:,.0f} calls"),
+            TimeElapsedColumn(),
+            console=error_console,
+            transient=True,
+        )
+        task = progress.add_task("sandbox calls", total=None)
+        pool.on_batch = lambda calls: progress.advance(task, calls)
+        with progress:
+            yield pool
 
 
 STATUS_STYLE = {"ok": "green", "timeout": "yellow", "memory": "yellow", "output_limit": "yellow"}

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from codereasoner import values
-from codereasoner.cli.common import console, fail, open_pool
+from codereasoner.cli.common import check_file, console, fail, open_pool, safe_markup
 from codereasoner.execution import Batch, Limits, Program, Status, parse_call
+from codereasoner.files import write_atomic
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,10 @@ def demo_command(
     isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
 ) -> None:
     """Run the built-in demonstration: ground truth in the sandbox, verdicts in the parent."""
-    with open_pool(limits=Limits(timeout_s=1.0, memory_mb=256), isolation=isolation) as pool:
+    if out is not None:
+        check_file("--out", out)  # before anything runs
+    limits = Limits(timeout_s=1.0, memory_mb=256)
+    with open_pool(limits=limits, isolation=isolation, show_progress=False) as pool:
         batches = [Batch(Program(item.source), [parse_call(item.call)]) for item in ITEMS]
         results = [batch[0] for batch in pool.map(batches)]
         description = pool.isolation
@@ -124,11 +127,11 @@ def demo_command(
         )
         status_style = "green" if result.ok else "yellow"
         table.add_row(
-            escape(item.name),
-            escape(item.call),
-            f"[{status_style}]{escape(shown or '')}[/]",
-            escape(item.answer),
-            f"[{style}]{escape(verdict)}[/]",
+            safe_markup(item.name),
+            safe_markup(item.call),
+            f"[{status_style}]{safe_markup(shown or '')}[/]",
+            safe_markup(item.answer),
+            f"[{style}]{safe_markup(verdict)}[/]",
         )
         records.append(
             {
@@ -148,13 +151,10 @@ def demo_command(
     )
     if out is not None:
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            with out.open("w") as handle:
-                for record in records:
-                    handle.write(json.dumps(record) + "\n")
+            write_atomic(out, "".join(json.dumps(record) + "\n" for record in records))
         except OSError as exc:
-            fail(f"{out}: cannot write ({exc.strerror or exc})")
-        console.print(f"records written to {out}")
+            fail(f"--out {out}: cannot write ({exc.strerror or exc})")
+        console.print(f"records written to {safe_markup(out)}")
 
 
 def register(app: typer.Typer) -> None:

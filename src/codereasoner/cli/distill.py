@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from codereasoner.cli.common import console, error_console, fail
+from codereasoner.cli.common import console, dump_json, error_console, fail, safe_markup
 from codereasoner.cli.evaluate import Bars
 from codereasoner.evaluation.runner import ORACLE, SELF_CHECK, RunError
 from codereasoner.models import BackendError, Sampling, SpecError, load_backend, spec_help
@@ -113,7 +111,7 @@ def distill_command(
     finally:
         backend.close()
     if as_json:
-        typer.echo(json.dumps(summary.to_dict(), indent=2))
+        typer.echo(dump_json(summary.to_dict(), indent=2))
     else:
         _print(summary)
     check = summary.self_check
@@ -129,7 +127,7 @@ def _print(summary: DistillSummary) -> None:
     if summary.teacher == ORACLE:
         console.print(f"[bold yellow]{SELF_CHECK}[/]", highlight=False)
     console.print(
-        escape(
+        safe_markup(
             f"{summary.teacher}: {summary.accepted} of {summary.items} items kept a verified "
             f"chain; {summary.generated} samples generated now, {summary.cached} cached"
         ),
@@ -144,9 +142,9 @@ def _print(summary: DistillSummary) -> None:
         _table(title, summary.tables[key])
     reasons = summary.tables["rejections"]
     text = ", ".join(f"{name} {count}" for name, count in reasons.items()) or "none"
-    console.print(f"rejected samples: {escape(text)}", highlight=False)
+    console.print(f"rejected samples: {safe_markup(text)}", highlight=False)
     console.print(
-        escape(f"{summary.out}/distilled.jsonl, distill_summary.json, distill_summary.png"),
+        safe_markup(f"{summary.out}/distilled.jsonl, distill_summary.json, distill_summary.png"),
         highlight=False,
     )
 
@@ -157,7 +155,7 @@ def _table(title: str, rows: dict[str, Any]) -> None:
         table.add_column(column, justify="left" if column == title else "right")
     for name, row in rows.items():
         table.add_row(
-            escape(name), str(row["items"]), str(row["accepted"]), f"{row['percent']:.1f}"
+            safe_markup(name), str(row["items"]), str(row["accepted"]), f"{row['percent']:.1f}"
         )
     console.print(table)
 

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import datetime
-import json
-import re
+import contextlib
+import logging
+import signal
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from codereasoner import benchmarks
-from codereasoner.cli.common import DATA_DIR_OPTION, console, error_console, fail
+from codereasoner.benchmarks.cache import LOCAL
+from codereasoner.cli.common import DATA_DIR_OPTION, console, error_console, fail, safe_markup
+from codereasoner.cli.progress import LineProgress
+from codereasoner.evaluation.api import open_backend
 from codereasoner.evaluation.runner import (
     ORACLE,
     SELF_CHECK,
@@ -23,30 +27,27 @@ from codereasoner.evaluation.runner import (
     RunSettings,
     RunSummary,
     available,
+    check_data_dir,
+    default_run_dir,
     headline,
 )
-from codereasoner.models import (
-    BackendError,
-    Sampling,
-    SpecError,
-    load_backend,
-    parse_spec,
-    spec_help,
-)
+from codereasoner.models import BackendError, Sampling, spec_help
+from codereasoner.models.base import Backend, BackendUnavailable
 from codereasoner.tasks.base import extraction_modes
+
+SIGTERM_MESSAGE = "interrupted by SIGTERM"
 
 
 class Bars:
-    """One progress bar per (benchmark, phase), on stderr when it is a terminal."""
+    """One progress bar per (benchmark, phase) on a terminal; progress lines elsewhere."""
 
     def __init__(self) -> None:
-        self.progress = Progress(
+        self.progress = LineProgress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             console=error_console,
-            disable=not error_console.is_terminal,
         )
         self.tasks: dict[tuple[str, str], Any] = {}
 
@@ -58,27 +59,91 @@ class Bars:
         self.progress.advance(self.tasks[(benchmark, phase)], count)
 
 
-def default_out(model_id: str) -> Path:
-    """``runs/<model slug>-<UTC date>``: re-running the same model the same day resumes."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model_id).strip("-")[:80] or "model"
-    return Path("runs") / f"{slug}-{datetime.datetime.now(datetime.UTC):%Y%m%d}"
+@contextlib.contextmanager
+def sigterm_interrupts(runner: Runner) -> Iterator[None]:
+    """While inside, SIGTERM (how SLURM and most schedulers stop a job) acts as Ctrl-C: through
+    the current SIGINT handler (asyncio's cancels its tasks cleanly), the run marked failed with
+    ``interrupted by SIGTERM``."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        runner.interruption = SIGTERM_MESSAGE
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
-def _benchmarks(text: str | None, data_dir: Path | None) -> tuple[str, ...]:
+class _WarningLines(logging.Handler):
+    """Backend notes and warnings (e.g. a server failing for a while) as lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        label = "[yellow]warning:[/]" if record.levelno >= logging.WARNING else "note:"
+        text = safe_markup(record.getMessage())
+        error_console.print(f"{label} {text}", highlight=False, soft_wrap=True)
+
+
+@contextlib.contextmanager
+def backend_warnings() -> Iterator[None]:
+    """While inside, the backends' log records of level INFO and up print on stderr."""
+    logger = logging.getLogger("codereasoner.models")
+    handler, level = _WarningLines(logging.INFO), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _benchmarks(text: str | None, data_dir: Path | None) -> tuple[tuple[str, ...], list[str]]:
+    """The benchmarks to run, and (without ``--bench``) those skipped for want of data."""
     if text is None:
         names = available(data_dir)
         if not names:
             where = data_dir if data_dir is not None else "the cache"
             fail(
-                f"--bench: no benchmark data found in {where}; pass --bench (it downloads) "
-                "or --data-dir"
+                f"--bench: no benchmark data found in {where}; name benchmarks with --bench "
+                "(they download), fetch them with `codereasoner bench fetch NAME`, or pass "
+                "--data-dir"
             )
-        return tuple(names)
+        return tuple(names), [name for name in benchmarks.names() if name not in names]
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [name for name in names if name not in benchmarks.REGISTRY]
     if unknown or not names:
         fail(f"--bench {text!r}: expected a comma list of {', '.join(benchmarks.names())}")
-    return tuple(dict.fromkeys(names))
+    return tuple(dict.fromkeys(names)), []
+
+
+def _note_skipped(skipped: list[str]) -> None:
+    """One line naming the benchmarks the default list left out, and how to get their data."""
+    fetchable = [
+        name
+        for name in skipped
+        if any(source.kind != LOCAL for source in benchmarks.get(name).sources)
+    ]
+    local = [name for name in skipped if name not in fetchable]
+    parts = []
+    if fetchable:
+        parts.append(
+            f"{', '.join(fetchable)} (get it with `codereasoner bench fetch NAME` or --data-dir)"
+        )
+    if local:
+        parts.append(f"{', '.join(local)} (no download: --data-dir only)")
+    if parts:
+        error_console.print(
+            f"note: skipped for want of data: {'; '.join(parts)}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def eval_command(
@@ -92,17 +157,21 @@ def eval_command(
     ] = None,
     out: Annotated[
         Path | None,
-        typer.Option(help="Run directory; the same --out resumes (default runs/<model>-<date>)."),
+        typer.Option(
+            help="Run directory; the same --out resumes (default runs/<model>-<hash of the "
+            "settings a resume must keep>, so the same command resumes)."
+        ),
     ] = None,
     n: Annotated[int, typer.Option("--n", help="Samples per item.")] = 1,
-    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.0,
-    top_p: Annotated[float, typer.Option(help="Nucleus sampling.")] = 1.0,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (>= 0).")] = 0.0,
+    top_p: Annotated[float, typer.Option(help="Nucleus sampling, in (0, 1].")] = 1.0,
     max_tokens: Annotated[int, typer.Option(help="Most tokens per completion.")] = 1024,
     seed: Annotated[
         int | None, typer.Option(help="Sampling seed (sample i uses seed + i).")
     ] = None,
     style: Annotated[
-        str, typer.Option(help="direct, cot, phind or coc where supported (else direct).")
+        str,
+        typer.Option(help="direct, cot, phind, coc or reasoning where supported (else direct)."),
     ] = "direct",
     extraction: Annotated[
         str | None,
@@ -144,20 +213,22 @@ def eval_command(
 ) -> None:
     """Evaluate a model: generate, extract, grade and report, resumably (docs/evaluation.md).
 
-    Every completion and verdict is stored in RUN_DIR/run.sqlite as soon as it exists.
-    Re-running with the same --out skips finished work (after a crash or kill -9 too).
-    A re-run keeps the model and settings; it may add benchmarks or change --n.
+    Every completion and verdict is stored in RUN_DIR/run.sqlite as soon as it exists, and
+    the summary in RUN_DIR/results.json at the end (a failed run's too, status failed).
+    Re-running the same command (or with the same --out) skips finished work (after a crash,
+    kill -9 or SIGTERM too). A re-run keeps the model (its server URL may change) and settings;
+    it may add benchmarks or change --n.
     """
     try:
-        spec = parse_spec(model)
-        options = {"concurrency": concurrency, "timeout_s": request_timeout}
-        backend = load_backend(spec, **options)
-    except (SpecError, BackendError) as exc:
-        fail(f"--model: {exc}")
+        backend = open_backend(model, concurrency, request_timeout)
+        check_data_dir(data_dir)
+    except RunError as exc:
+        fail(str(exc))
     try:
         sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+        names, skipped = _benchmarks(bench, data_dir)
         settings = RunSettings(
-            _benchmarks(bench, data_dir),
+            names,
             n=n,
             sampling=sampling,
             style=style,
@@ -170,27 +241,68 @@ def eval_command(
             workers=workers,
             isolation=isolation,
         )
-        run_dir = out if out is not None else default_out(backend.model_id)
+        summary = _run(model, backend, settings, out, skipped)
+    finally:
+        backend.close()
+    _show(summary, as_json)
+
+
+def _prepare(backend: Backend, settings: RunSettings, out: Path | None) -> tuple[Runner, Bars]:
+    """The runner, every option and the folder checked, and the folder's lock taken when it
+    exists already (so a busy folder is refused before any request); creates nothing."""
+    try:
+        run_dir = out if out is not None else default_run_dir(backend.model_id, settings)
         bars = Bars()
         runner = Runner(run_dir, backend, settings, bars)
         runner.check_resumable()
+        if run_dir.is_dir():
+            runner.lock()
     except RunError as exc:
         fail(str(exc))
-    try:
-        backend.preflight()
-    except BackendError as exc:
-        fail(f"--model {model}: {exc}")
-    try:
-        with runner, bars.progress:
-            summary = runner.run()
-    except (RunError, BackendError) as exc:
-        fail(f"{exc} (run marked failed in {runner.run_dir}; re-run to resume)")
-    except KeyboardInterrupt:
-        fail(f"interrupted (run marked failed in {runner.run_dir}; re-run to resume)", 130)
-    finally:
-        backend.close()
+    return runner, bars
+
+
+def _run(
+    model: str, backend: Backend, settings: RunSettings, out: Path | None, skipped: list[str]
+) -> RunSummary:
+    runner, bars = _prepare(backend, settings, out)
+    with runner:
+        try:
+            backend.preflight()
+        except BackendError as exc:
+            fail(f"--model {model}: {_without_spec(str(exc), model, backend.model_id)}")
+        try:
+            runner.lock()
+        except RunError as exc:
+            fail(str(exc))
+        _note_skipped(skipped)
+        if out is None:  # the default: say where it is
+            error_console.print(f"run folder: {safe_markup(runner.run_dir)}", highlight=False)
+        marked = f"run marked failed in {runner.run_dir}"
+        resume = f"{marked}; re-run the same command to resume"
+        try:
+            with sigterm_interrupts(runner), backend_warnings(), bars.progress:
+                return runner.run()
+        except BackendUnavailable as exc:  # the server went away: a re-run can get past it
+            fail(f"{exc} ({resume})")
+        except (RunError, BackendError) as exc:  # a re-run would fail the same way
+            fail(f"{exc} ({marked})")
+        except KeyboardInterrupt:
+            terminated = runner.interruption == SIGTERM_MESSAGE
+            fail(f"{runner.interruption} ({resume})", 143 if terminated else 130)
+
+
+def _without_spec(message: str, *specs: str) -> str:
+    """A backend's message without the model spec it starts with (the error line names it)."""
+    for spec in specs:
+        if message.startswith(f"{spec}: "):
+            return message[len(spec) + 2 :]
+    return message
+
+
+def _show(summary: RunSummary, as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps(summary.to_dict(), indent=2))
+        typer.echo(summary.to_json())
     else:
         _print(summary)
     problems = sum(report.get("sandbox_errors", 0) for report in summary.reports.values())
@@ -214,7 +326,7 @@ def _print(summary: RunSummary) -> None:
     oracle = summary.model == ORACLE
     if oracle:
         console.print(f"[bold yellow]{SELF_CHECK}[/]", highlight=False)
-    table = Table(title=escape(f"{summary.model}: {summary.run_dir}"), title_justify="left")
+    table = Table(title=safe_markup(f"{summary.model}: {summary.run_dir}"), title_justify="left")
     for column in ("benchmark", "items", "samples", "main metrics", "generated", "cached"):
         table.add_column(
             column, justify="left" if column in ("benchmark", "main metrics") else "right"
@@ -227,7 +339,7 @@ def _print(summary: RunSummary) -> None:
             name,
             str(count),
             str(samples),
-            escape(_metrics(headline(name, report))),
+            safe_markup(_metrics(headline(name, report))),
             str(summary.generated.get(name, 0)),
             str(summary.cached.get(name, 0)),
         )
@@ -236,8 +348,8 @@ def _print(summary: RunSummary) -> None:
         _print_self_check(summary.self_check)
     console.print(
         "[dim]pass@k and CoRE I/Is/W/Ws/RCS in percent; REval accuracies as fractions, "
-        "consistency in percent. Full reports: codereasoner eval --json, or the run "
-        "store's results table.[/]"
+        "consistency in percent. Full reports: codereasoner eval --json, RUN_DIR/results.json "
+        "or the run store's results table.[/]"
     )
 
 
@@ -260,7 +372,7 @@ def _print_self_check(checks: dict[str, dict[str, Any]]) -> None:
     for name, check in checks.items():
         for miss in check["graded_wrong"][:5]:
             console.print(
-                escape(
+                safe_markup(
                     f"{name}: {miss['id']} sample {miss['sample']}: {miss['reason']} "
                     f"{miss['detail']}"
                 ),

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from codereasoner.cli.common import fail, safe_text
+from codereasoner.cli.common import check_parents, fail, safe_text
 from codereasoner.training.export import (
     DATASET_INFO,
     FORMATS,
@@ -61,6 +61,7 @@ def export_command(
     try:
         if fmt not in FORMATS:
             raise ExportError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        check_parents("--out", out)  # a file in the way: one line, not an OSError at the end
         summary = export(source, fmt, out, parse_directions(directions), force=force, split=split)
     except ExportError as exc:
         fail(str(exc))

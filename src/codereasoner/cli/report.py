@@ -67,8 +67,7 @@ def report_command(
         fail(f"--layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
     if examples < 0:
         fail(f"--examples: expected 0 or more, got {examples}")
-    if out.is_dir():
-        fail(f"--out {out}: is a directory; give the HTML file's path")
+    _check_out(out, runs)
     spinner = (
         error_console.status("reading runs and plotting")
         if error_console.is_terminal
@@ -96,23 +95,74 @@ def report_command(
     console.print(f"report: {escape(str(written))}", highlight=False, soft_wrap=True)
 
 
+def _check_out(out: Path, runs: list[Path]) -> None:
+    """Refuse (one line) an --out that is a folder, lies in a folder that does not exist (or is
+    a file), or would replace a run's own file (its store, the store's journals, its
+    results.json or lock): symlinks and '..' resolved."""
+    from codereasoner.evaluation.runner import RESULTS_JSON
+    from codereasoner.evaluation.store import STORE_NAME, store_path
+    from codereasoner.synth.writer import LOCK_FILE
+
+    if out.is_dir():
+        fail(f"--out {out}: is a directory; give the HTML file's path")
+    parent = out.parent
+    if not parent.exists():
+        fail(f"--out {out}: folder {parent} does not exist")
+    if not parent.is_dir():
+        fail(f"--out {out}: {parent} is not a folder")
+    target = out.resolve()
+    for run in runs:
+        store = store_path(run).resolve()
+        folder = store.parent
+        owned = {
+            store,
+            *(store.with_name(store.name + end) for end in ("-wal", "-shm", "-journal")),
+        }
+        owned |= {folder / STORE_NAME, folder / RESULTS_JSON, folder / LOCK_FILE}
+        if target in owned:
+            fail(f"--out {out}: that is run {run}'s own file ({target.name}); give another file")
+
+
 def summary(
     runs: list[Run], labels: list[str], written: Path, table: Table3 | None = None
 ) -> dict[str, Any]:
     """What the tables show, as JSON: scores per benchmark, metric and run; failure counts; the
     Table 3 layout (``table3``) when given."""
+    from codereasoner.evaluation.report.compare import compare
     from codereasoner.evaluation.report.data import benchmark_names, metric_names
 
     scores: dict[str, Any] = {}
+    errors: dict[str, Any] = {}
+    common: dict[str, Any] = {}
+    items: dict[str, Any] = {}
     failures: dict[str, Any] = {}
     for name in benchmark_names(runs):
-        scores[name] = {}
+        comparison = compare(runs, name)
+        items[name] = comparison.to_dict(labels)
+        scores[name], errors[name], common[name] = {}, {}, {}
         for metric in metric_names(runs, name):
-            row = {}
-            for label, run in zip(labels, runs, strict=True):
-                found = run.benchmarks[name].metric(metric) if name in run.benchmarks else None
-                row[label] = found.value if found else None
-            scores[name][metric] = row
+            own = [
+                run.benchmarks[name].metric(metric) if name in run.benchmarks else None
+                for run in runs
+            ]
+            shown = [comparison.compared(runs, r, metric) for r in range(len(runs))]
+            scores[name][metric] = {
+                label: m.value if m else None for label, m in zip(labels, own, strict=True)
+            }
+            errors[name][metric] = {
+                label: m.stderr if m else None for label, m in zip(labels, own, strict=True)
+            }
+            if not comparison.same:
+                # a self-check holding exactly the common items: its own score is over them
+                on_common = [
+                    comparison.on_common[r] is not None
+                    or (r in comparison.apart and not comparison.own_items(r))
+                    for r in range(len(runs))
+                ]
+                common[name][metric] = {
+                    label: m.value if m and on_common[r] else None
+                    for r, (label, m) in enumerate(zip(labels, shown, strict=True))
+                }
         failures[name] = {
             label: run.benchmarks[name].total_failures
             for label, run in zip(labels, runs, strict=True)
@@ -127,10 +177,14 @@ def summary(
                 "id": run.id,
                 "path": str(run.path),
                 "status": run.status,
+                "self_check": run.self_check,
             }
             for label, run in zip(labels, runs, strict=True)
         ],
         "scores": scores,
+        "stderr": errors,
+        "items": items,
+        "common_item_scores": {name: rows for name, rows in common.items() if rows},
         "failures": failures,
         **({} if table is None else {"table3": table.to_dict()}),
     }
@@ -143,10 +197,11 @@ def _print_runs(runs: list[Run], labels: list[str]) -> None:
 
 
 def _print_table3(table: Table3) -> None:
-    from codereasoner.evaluation.report.table3 import average_text, score_text
+    from codereasoner.evaluation.report.table3 import average_text, cell_text
 
     shown = Table(
-        title="Table 3 layout: headline score per benchmark (percent)", title_justify="left"
+        title="Table 3 layout: headline score per benchmark (percent \u00b1 standard error)",
+        title_justify="left",
     )
     shown.add_column("run")
     for column in table.columns:
@@ -154,8 +209,9 @@ def _print_table3(table: Table3) -> None:
     shown.add_column("avg", justify="right")
     best, best_avg = table.best()
     for index, row in enumerate(table.rows):
-        cells = [_bold(score_text(score), index in best[c]) for c, score in enumerate(row.scores)]
-        shown.add_row(escape(row.label), *cells, _bold(average_text(row), index in best_avg))
+        cells = [_bold(cell_text(row, c), index in best[c]) for c in range(len(row.scores))]
+        label = escape(row.label) + (" (SELF-CHECK)" if row.self_check else "")
+        shown.add_row(label, *cells, _bold(average_text(row), index in best_avg))
     # Wider than the terminal rather than a cell cut short: every score must stay readable.
     needed = console.measure(shown, options=console.options.update_width(10_000)).maximum
     wide = Console(
@@ -163,9 +219,14 @@ def _print_table3(table: Table3) -> None:
         width=max(console.width, needed),
         force_terminal=console.is_terminal,
         color_system=console.color_system,  # type: ignore[arg-type]  # the names it accepts
+        emoji=False,  # labels and run names are shown as typed
     )
     wide.print(shown)
     console.print(escape(table.footnote()), highlight=False, soft_wrap=True)
+    if any(row.self_check for row in table.rows):
+        from codereasoner.evaluation.runner import SELF_CHECK
+
+        console.print(escape(SELF_CHECK), highlight=False, soft_wrap=True)
 
 
 def _bold(text: str, best: bool) -> str:
@@ -173,28 +234,42 @@ def _bold(text: str, best: bool) -> str:
 
 
 def _print_tables(runs: list[Run], labels: list[str]) -> None:
-    from codereasoner.evaluation.report.data import benchmark_names, best_values, metric_names
+    from codereasoner.evaluation.report.compare import compare
+    from codereasoner.evaluation.report.data import benchmark_names, metric_names
 
-    table = Table(title="scores per benchmark (best of each row in bold)", title_justify="left")
+    table = Table(
+        title="scores per benchmark \u00b1 standard error (best of each row in bold; where runs "
+        "hold different items, over the items they all hold)",
+        title_justify="left",
+    )
     table.add_column("benchmark")
     table.add_column("metric")
-    for label in labels:
-        table.add_column(escape(label), justify="right")
+    for label, run in zip(labels, runs, strict=True):
+        table.add_column(
+            escape(label) + (" (SELF-CHECK)" if run.self_check else ""), justify="right"
+        )
     for name in benchmark_names(runs):
-        for index, metric in enumerate(metric_names(runs, name)):
-            found = [
-                run.benchmarks[name].metric(metric) if name in run.benchmarks else None
-                for run in runs
-            ]
-            best = best_values([m.value if m else None for m in found])
+        comparison = compare(runs, name)
+        counts = ["-" if count is None else str(count) for count in comparison.counts]
+        note = "" if comparison.same else f", common: {comparison.common}"
+        table.add_row(escape(name), escape(f"items{note}"), *counts)
+        for metric in metric_names(runs, name):
+            found = [comparison.compared(runs, r, metric) for r in range(len(runs))]
+            best = comparison.best([m.value if m else None for m in found])
             cells = [
-                (f"[bold green]{m.text()}[/]" if r in best else m.text()) if m else "-"
+                (f"[bold green]{escape(m.text())}[/]" if r in best else escape(m.text()))
+                if m
+                else "-"
                 for r, m in enumerate(found)
             ]
             unit = next((m.unit for m in found if m), "")
-            table.add_row(escape(name) if index == 0 else "", escape(f"{metric} ({unit})"), *cells)
+            table.add_row("", escape(f"{metric} ({unit})"), *cells)
         table.add_section()
     console.print(table)
+    if any(run.self_check for run in runs):
+        from codereasoner.evaluation.runner import SELF_CHECK
+
+        console.print(escape(SELF_CHECK), highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

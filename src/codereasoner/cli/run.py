@@ -14,6 +14,7 @@ from rich.text import Text
 from codereasoner.cli.common import (
     CallText,
     ProgramFile,
+    checked_limits,
     console,
     dump_json,
     fail,
@@ -23,8 +24,10 @@ from codereasoner.cli.common import (
     safe_cell,
     safe_markup,
 )
-from codereasoner.execution import Limits, Program
+from codereasoner.execution import Program
 from codereasoner.execution.determinism import nondeterministic_calls, observable
+
+HASH_SEEDS = range(2**32)  # the values PYTHONHASHSEED takes
 
 
 def _parse_seeds(text: str) -> list[int]:
@@ -34,6 +37,9 @@ def _parse_seeds(text: str) -> list[int]:
         fail(f"--seeds: expected comma-separated integers such as 0,1, got {text!r}")
     if not seeds:
         fail("--seeds: give at least one integer")
+    for seed in seeds:
+        if seed not in HASH_SEEDS:
+            fail(f"--seeds {seed}: expected integers from 0 to {HASH_SEEDS.stop - 1}")
     return seeds
 
 
@@ -50,15 +56,14 @@ def run_command(
 ) -> None:
     """Run one call of FILE's program in the sandbox; print value, status and resource use."""
     source, parsed = read_program_and_call(file, call)
-    try:
-        limits = Limits(timeout_s=timeout, memory_mb=memory_mb)
-    except ValueError as exc:
-        fail(str(exc))
+    limits = checked_limits(timeout_s=timeout, memory_mb=memory_mb)
     seed_list = _parse_seeds(seeds)
     program = Program(source, entry=parsed.entry)
     outcomes = {}
     for seed in seed_list:
-        with open_pool(workers=1, limits=limits, hash_seed=seed, isolation=isolation) as pool:
+        with open_pool(
+            workers=1, limits=limits, hash_seed=seed, isolation=isolation, show_progress=False
+        ) as pool:
             outcomes[seed] = pool.run(program, parsed)
             isolation_text = pool.isolation
             sandbox_python = pool.plan.python_version
@@ -76,11 +81,9 @@ def run_command(
         }
         typer.echo(dump_json(payload, indent=2))
     else:
+        console.print(result_table(first, f"{safe_markup(file)}: {safe_markup(parsed.render())}"))
         console.print(
-            result_table(first, f"{safe_markup(file.name)}: {safe_markup(parsed.render())}")
-        )
-        console.print(
-            f"[dim]sandbox: {isolation_text}; Python {sandbox_python}; "
+            f"[dim]sandbox: {safe_markup(isolation_text)}; Python {safe_markup(sandbox_python)}; "
             f"PYTHONHASHSEED={seed_list[0]}[/]"
         )
         if len(seed_list) > 1:

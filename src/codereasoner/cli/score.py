@@ -2,34 +2,52 @@
 
 from __future__ import annotations
 
-import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from codereasoner import benchmarks
 from codereasoner.benchmarks import Metrics
-from codereasoner.cli.common import DATA_DIR_OPTION, console, emit_report, fail, open_pool
-from codereasoner.cli.score_options import ScoreOptions
+from codereasoner.cli.common import (
+    DATA_DIR_OPTION,
+    check_file,
+    console,
+    dump_json,
+    emit_report,
+    error_console,
+    fail,
+    open_pool,
+    safe_cell,
+    safe_markup,
+)
+from codereasoner.cli.score_options import ScoreOptions, ScoreOutcome
 from codereasoner.cli.score_reval import print_reval, score_reval_file
 from codereasoner.evaluation import GenerationsError, check_ks, read_generations, score
 from codereasoner.evaluation.core_metrics import report_lines as core_lines
 from codereasoner.evaluation.families import Family, family_of
+from codereasoner.evaluation.generations import check_generations_path
 from codereasoner.evaluation.metrics import COPY_POLICIES
 from codereasoner.evaluation.reports import (
     CoreReport,
     PassReport,
-    Report,
     RevalReport,
     core_report,
     pass_report,
 )
-from codereasoner.evaluation.scoring import default_ks
+from codereasoner.evaluation.scoring import (
+    default_ks,
+    parse_failure_warning,
+    same_data,
+    sample_results,
+    write_results,
+    wrong_task_warning,
+)
+from codereasoner.execution.sandbox import ISOLATION_MODES
 from codereasoner.tasks import Grading, Item
 from codereasoner.tasks.base import extraction_modes
 from codereasoner.tasks.plans import Memo
@@ -107,6 +125,23 @@ def score_command(
         int | None, typer.Option(help="Sandbox workers (default: one per core).")
     ] = None,
     isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    results: Annotated[
+        Path | None,
+        typer.Option(
+            "--results",
+            help="Also write every sample's verdict to this JSON Lines file (id, sample, task, "
+            "answer, correct, reason, detail, skipped; strict or ancestor verdicts alongside).",
+        ),
+    ] = None,
+    subset: Annotated[
+        bool,
+        typer.Option(
+            "--subset",
+            help="Score only the items the file has (e.g. exported from an eval --limit run) "
+            "instead of refusing a file without every item; the report says how many of the "
+            "benchmark's items it covers.",
+        ),
+    ] = False,
 ) -> None:
     """Score a generations file: the benchmark's metrics (pass@k with breakdowns, REval's
     accuracies and consistency, or CoRE's I, Is, W, Ws, RCS), optional strict report."""
@@ -126,9 +161,19 @@ def score_command(
         fail(f"--grading {grading!r}: expected official or strict")
     if show_strict and chosen_grading is Grading.STRICT:
         fail("--strict-report compares official with strict grading; drop it with --grading strict")
+    if workers is not None and workers < 1:
+        fail(f"--workers {workers}: expected at least 1 sandbox worker")
+    if isolation not in ISOLATION_MODES:
+        fail(f"--isolation {isolation!r}: expected one of {', '.join(ISOLATION_MODES)}")
+    try:  # before any data is loaded (or downloaded)
+        check_generations_path(generations, folder=family.name in _READS_FOLDERS)
+    except GenerationsError as exc:
+        fail(str(exc))
+    _check_results(results, generations)
     try:
         options = ScoreOptions(
             generations=generations,
+            data_dir=data_dir,
             style=benchmark.choose_style(style),
             extraction=benchmark.choose_extraction(extraction),
             limits=benchmark.limits_for(timeout),
@@ -138,6 +183,8 @@ def score_command(
             show_strict=show_strict,
             workers=workers,
             isolation=isolation,
+            results=results,
+            subset=subset,
         )
     except ValueError as exc:
         fail(str(exc))
@@ -145,8 +192,51 @@ def score_command(
         items = benchmark.load(data_dir)
     except benchmarks.DataUnavailable as exc:
         fail(str(exc))
-    report = _SCORERS[family.name](benchmark, items, options)
-    _PRINTERS[report.kind](report.to_dict(), as_json)
+    outcome = _SCORERS[family.name](benchmark, items, options)
+    _PRINTERS[outcome.report.kind](_conclude(items, outcome, options), as_json)
+
+
+def _conclude(items: list[Item], outcome: ScoreOutcome, options: ScoreOptions) -> dict[str, Any]:
+    """The report with its warnings (also printed to stderr), with ``--subset`` how many of the
+    benchmark's items it covers, and with ``--results`` where the per-sample verdicts went."""
+    report = {**outcome.report.to_dict(), "warnings": outcome.warnings}
+    if options.subset:
+        report["subset"] = {"items": len(outcome.scores), "of": len(items)}
+    results = options.results
+    for warning in outcome.warnings:
+        error_console.print(f"[yellow]warning:[/] {safe_markup(warning)}", soft_wrap=True)
+    if results is not None:
+        records = _write_results(items, outcome, results)
+        report["results"] = {"path": str(results), "records": records}
+        error_console.print(
+            safe_cell(f"per-sample results: {results} ({records:,} records)"), soft_wrap=True
+        )
+    return report
+
+
+def _check_results(results: Path | None, generations: Path) -> None:
+    """``--results`` must be a new or replaceable file in an existing folder, never the
+    generations it is read from (checked before anything is read or graded)."""
+    if results is None:
+        return
+    check_file("--results", results)
+    if not results.parent.is_dir():
+        fail(f"--results {results}: folder {results.parent} does not exist")
+    target, source = results.resolve(), generations.resolve()
+    inside = source.is_dir() and target.is_relative_to(source)
+    same = target == source or (
+        results.exists() and generations.exists() and os.path.samefile(results, generations)
+    )
+    if inside or same:
+        fail(f"--results {results}: that is where --generations reads from; give another file")
+
+
+def _write_results(items: list[Item], outcome: ScoreOutcome, path: Path) -> int:
+    records = sample_results(items, outcome.scores, outcome.also)
+    try:
+        return write_results(path, records)
+    except OSError as exc:
+        fail(f"--results {path}: cannot write ({exc.strerror or exc})")
 
 
 def _check_applies(bench: benchmarks.Benchmark, family: Family, **given: object) -> None:
@@ -171,13 +261,17 @@ def _check_applies(bench: benchmarks.Benchmark, family: Family, **given: object)
 
 def _score_pass(
     bench: benchmarks.Benchmark, items: list[Item], options: ScoreOptions
-) -> PassReport:
+) -> ScoreOutcome:
     try:
-        fmt, answers = read_generations(options.generations, items, options.extract)
+        fmt, answers = read_generations(
+            options.generations, items, options.extract, subset=options.subset
+        )
+        items = [item for item in items if item.id in answers]  # all, without --subset
         ks = options.ks or default_ks(answers)
         check_ks(ks, answers)
     except (GenerationsError, ValueError) as exc:
         fail(str(exc))
+    wrong_task = wrong_task_warning(bench, items, answers, same_data(bench, options.data_dir))
     started = time.perf_counter()
     limits = options.limits
     with open_pool(workers=options.workers, limits=limits, isolation=options.isolation) as pool:
@@ -199,7 +293,7 @@ def _score_pass(
         )
     elapsed = time.perf_counter() - started
     extracted = fmt == "jsonl"  # completions were extracted here: say how
-    return pass_report(
+    report = pass_report(
         official,
         strict,
         ks,
@@ -209,35 +303,49 @@ def _score_pass(
         style=options.style if extracted else None,
         extraction=options.extraction.value if extracted else None,
     )
+    warnings = [wrong_task, parse_failure_warning(bench, official.scores, fmt)]
+    also = {} if strict is None else {"strict": strict.scores}
+    return ScoreOutcome(report, official.scores, also, [text for text in warnings if text])
 
 
 def _score_core(
     bench: benchmarks.Benchmark, items: list[Item], options: ScoreOptions
-) -> CoreReport:
+) -> ScoreOutcome:
     """Answers are literals compared here (no sandbox), under the project grading and the
     ancestor's."""
 
     try:
-        fmt, answers = read_generations(options.generations, items, options.extract)
-        return core_report(bench, items, answers, str(options.generations), fmt)
+        fmt, answers = read_generations(
+            options.generations, items, options.extract, subset=options.subset
+        )
+        items = [item for item in items if item.id in answers]  # all, without --subset
+        report = core_report(bench, items, answers, str(options.generations), fmt)
     except (GenerationsError, ValueError) as exc:
         fail(str(exc))
+    project = score(bench, items, answers, None, grading=Grading.STRICT).scores
+    ancestor = (
+        {} if options.results is None else {"ancestor": score(bench, items, answers, None).scores}
+    )
+    warning = parse_failure_warning(bench, project, fmt)
+    return ScoreOutcome(report, project, ancestor, [warning] if warning else [])
 
 
 def _print_core(report: dict[str, Any]) -> None:
     variants = report["variants"]
-    console.print(
-        escape(
-            f"{report['benchmark']}: {report['items']} items, {report['samples']} "
-            f"samples, {variants['project']['runs']} run(s)"
-        ),
-        highlight=False,
+    _plain(
+        f"{report['benchmark']}: {report['items']} items, {report['samples']} "
+        f"samples, {variants['project']['runs']} run(s)"
     )
     for line in core_lines(variants):
-        console.print(escape(line), highlight=False, soft_wrap=True)
+        _plain(line)
     for name, variant in variants.items():
         reasons = ", ".join(f"{key} {count}" for key, count in variant["reasons"].items())
-        console.print(escape(f"verdicts ({name}): {reasons}"), highlight=False, soft_wrap=True)
+        _plain(f"verdicts ({name}): {reasons}")
+
+
+def _plain(text: str) -> None:
+    """One line as typed: never markup, control characters made visible."""
+    console.print(safe_cell(text), highlight=False, soft_wrap=True)
 
 
 def _print(report: dict[str, Any]) -> None:
@@ -245,32 +353,37 @@ def _print(report: dict[str, Any]) -> None:
     how = f"{report['grading']} grading, copies: {report['copies']}"
     if "extraction" in report:
         how += f", {report['extraction']} extraction of {report['style']} completions"
-    title = f"{report['benchmark']}: {report['items']} items, {report['samples']} samples ({how})"
-    console.print(escape(title), highlight=False)
+    _plain(f"{report['benchmark']}: {report['items']} items, {report['samples']} samples ({how})")
     table = Table()
     table.add_column("metric")
     table.add_column("official", justify="right")
     if "strict" in report:
         table.add_column("strict", justify="right")
     for key in ks:
-        row = [key, f"{report[key]:.4f}"]
+        row = [key, _with_stderr(report, key)]
         if "strict" in report:
-            row.append(f"{report['strict'][key]:.4f}")
+            row.append(_with_stderr(report["strict"], key))
         table.add_row(*row)
     console.print(table)
     breakdown = report["breakdown"]
-    console.print(escape(f"by {breakdown['by']}: {breakdown['note']}"), highlight=False)
+    _plain(f"by {breakdown['by']}: {breakdown['note']}")
     by = Table()
     for column in ["category", "items", *ks]:
         by.add_column(column, justify="left" if column == "category" else "right")
     for name, row in breakdown["rows"].items():
-        by.add_row(escape(name), str(row["items"]), *(f"{row[key]:.2f}" for key in ks))
+        by.add_row(safe_cell(name), str(row["items"]), *(f"{row[key]:.2f}" for key in ks))
     console.print(by)
     reasons = ", ".join(f"{name} {count}" for name, count in report["reasons"].items())
-    console.print(f"verdicts: {escape(reasons)}", highlight=False)
+    _plain(f"verdicts: {reasons}")
     if "strict" in report:
         _print_strict(report["strict"])
     console.print(f"[dim]pass@k in percent; graded in {report['wall_s']:.1f} s[/]")
+
+
+def _with_stderr(part: dict[str, Any], key: str) -> str:
+    """``pass@k`` to four places, with its standard error when the report carries one."""
+    error = (part.get("stderr") or {}).get(key)
+    return f"{part[key]:.4f}" + ("" if error is None else f" \u00b1 {error:.4f}")
 
 
 def _print_strict(strict: dict[str, Any]) -> None:
@@ -289,13 +402,13 @@ def _print_strict(strict: dict[str, Any]) -> None:
             group["strict"],
             str(group["count"]),
             str(group["items"]),
-            escape(group["note"]),
-            escape(f"{example['id']}: {example['answer']}"),
+            safe_cell(group["note"]),
+            safe_cell(f"{example['id']}: {example['answer']}"),
         )
     console.print(table)
 
 
-_SCORERS: dict[str, Callable[[benchmarks.Benchmark, list[Item], ScoreOptions], Report]] = {
+_SCORERS: dict[str, Callable[[benchmarks.Benchmark, list[Item], ScoreOptions], ScoreOutcome]] = {
     Metrics.PASS_AT_K: _score_pass,
     Metrics.ACCURACY_CONSISTENCY: score_reval_file,
     Metrics.INVARIANCE_TRANSPARENCY: _score_core,
@@ -303,14 +416,33 @@ _SCORERS: dict[str, Callable[[benchmarks.Benchmark, list[Item], ScoreOptions], R
 
 
 def _emit(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any], bool], None]:
-    return lambda report, as_json: emit_report(report, as_json, show)
+    return lambda report, as_json: emit_report(report, as_json, _with_subset(show))
 
 
 def _emit_core(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps(report, indent=2))
+        typer.echo(dump_json(report, indent=2))
     else:
-        _print_core(report)
+        _with_subset(_print_core)(report)
+
+
+def _with_subset(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """``show``, after a line saying a ``--subset`` report covers only some of the items."""
+
+    def shown(report: dict[str, Any]) -> None:
+        part = report.get("subset")
+        if part is not None:
+            _plain(
+                f"subset: {part['items']:,} of {part['of']:,} {report['benchmark']} items (those "
+                "in the generations file, --subset); not comparable with scores on other items"
+            )
+        show(report)
+
+    return shown
+
+
+# Metric families whose generations may be a folder (REval's logs).
+_READS_FOLDERS = frozenset({Metrics.ACCURACY_CONSISTENCY})
 
 
 _PRINTERS: dict[str, Callable[[dict[str, Any], bool], None]] = {

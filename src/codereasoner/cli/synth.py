@@ -8,18 +8,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
-    Progress,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
 from rich.table import Table
 
-from codereasoner.cli.common import console, error_console, fail
+from codereasoner.cli.common import (
+    check_folder,
+    console,
+    dump_json,
+    error_console,
+    fail,
+    safe_markup,
+)
+from codereasoner.cli.progress import LineProgress
 from codereasoner.synth import generators
 
 if TYPE_CHECKING:
@@ -113,6 +119,14 @@ def synth_command(
     workers: Annotated[
         int | None, typer.Option(help="Sandbox workers per pool (default: CPU count).")
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print what was written as JSON: the files, counts, drops, outputs and "
+            "decontamination (summary.json's facts).",
+        ),
+    ] = False,
     chunk_size: Annotated[int, typer.Option(hidden=True)] = 256,
     **generator_options: Any,
 ) -> None:
@@ -123,7 +137,7 @@ def synth_command(
     from codereasoner.models import BackendError, SpecError
     from codereasoner.synth.decontam import DEFAULT_RULE, NGRAM_RULES, Decontamination
     from codereasoner.synth.pipeline import SynthConfig, make_source, run
-    from codereasoner.synth.writer import OutputError
+    from codereasoner.synth.writer import OutputError, SettingsChanged
 
     given = check_generator(generator, generator_options)
     if n < 1:
@@ -136,8 +150,7 @@ def synth_command(
         fail(f"--workers {workers}: expected a positive number")
     if data_dir is not None and not data_dir.is_dir():
         fail(f"--data-dir {data_dir}: not a directory")
-    if out.exists() and not out.is_dir():
-        fail(f"--out {out}: exists and is not a directory")
+    check_folder("--out", out)
     if decontam_rule is not None and decontam_rule not in NGRAM_RULES:
         fail(f"--decontam-rule {decontam_rule!r}: expected {' or '.join(NGRAM_RULES)}")
     if no_decontam and (data_dir is not None or decontam_rule is not None):
@@ -155,7 +168,7 @@ def synth_command(
         workers=workers,
         chunk_size=chunk_size,
     )
-    progress = Progress(
+    progress = LineProgress(
         TextColumn("synth"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -163,9 +176,7 @@ def synth_command(
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=error_console,
-        disable=not error_console.is_terminal,
     )
-    task = progress.add_task("synth", total=n)
     source = None
     try:
         source = make_source(config)  # a bad option (a model spec) is reported first
@@ -189,19 +200,119 @@ def synth_command(
         if preflight is not None:
             preflight()  # an unreachable teacher is one line, not n parse drops
         with progress:
+            # added now, so nothing is said to have started before the checks above passed
+            task = progress.add_task("synth candidates", total=n)
             summary = run(
                 config,
                 lambda done, total: progress.update(task, completed=done),
                 source=source,
                 decontam=decontam,
             )
+    except SettingsChanged as exc:
+        fail(settings_message(exc.changed, out))
     except (OutputError, SpecError, BackendError, SandboxUnavailable, ValueError) as exc:
         fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     finally:
         close = getattr(source, "close", None)
         if close is not None:
             close()
-    show_summary(summary.data, summary.elapsed_s, out)
+    if as_json:
+        typer.echo(dump_json(json_summary(summary.data, summary.elapsed_s, out), indent=2))
+    else:
+        show_summary(summary.data, summary.elapsed_s, out)
+
+
+# A run's settings (state.json's names, synth.pipeline.settings_of) by the flag that sets them.
+SETTING_FLAGS = {
+    "generator": "--generator",
+    "n": "--n",
+    "seed": "--seed",
+    "max_output_chars": "--max-output-chars",
+    "mutants": "--mutants",
+    "chunk_size": "--chunk-size",
+    "decontam_skipped": "--no-decontam",
+    "decontam_rule": "--decontam-rule",
+}
+# What --data-dir (or the cache) decides: the benchmarks checked and missing, their programs.
+DATA_SETTINGS = {
+    "decontam_checked": "benchmarks checked",
+    "decontam_missing": "benchmarks missing",
+    "decontam_programs": "benchmark programs",
+    "decontam_sha256": "the programs' SHA-256",
+}
+# Settings no flag sets: this version of codereasoner (or the sandbox's Python) decides them.
+FIXED_SETTINGS = {
+    "mutant_tries": "the mutants tried per original",
+    "timeout_s": "the sandbox time limit",
+    "max_steps": "the trace step cap",
+    "hash_seeds": "the hash seeds",
+    "set_order_check": "the set-order check",
+    "mutant_selection": "the mutant selection",
+    "python": "the sandbox's Python",
+}
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    return repr(value)
+
+
+def settings_message(changed: dict[str, tuple[Any, Any]], out: Path) -> str:
+    """The error for an --out holding a run with other settings, each named by its flag:
+    ``--decontam-rule: 'literal' there, 'specific' now``."""
+    changed = dict(changed)
+    if "decontam_skipped" in changed:  # the rest of the decontamination follows from it
+        changed = {
+            k: v for k, v in changed.items() if k == "decontam_skipped" or k[:9] != "decontam_"
+        }
+    if "mutants" in changed:  # derived from --mutants
+        changed.pop("mutant_tries", None)
+    parts = []
+    for key, (there, now) in changed.items():
+        if key == "decontam_skipped":
+            parts.append(
+                f"--no-decontam: {'given' if there else 'not given'} there, "
+                f"{'given' if now else 'not given'} now"
+            )
+        elif key in SETTING_FLAGS:
+            parts.append(f"{SETTING_FLAGS[key]}: {_shown(there)} there, {_shown(now)} now")
+        elif key in FIXED_SETTINGS:
+            parts.append(
+                f"{FIXED_SETTINGS[key]} (set by codereasoner): {_shown(there)} there, "
+                f"{_shown(now)} now"
+            )
+        elif key not in DATA_SETTINGS:
+            parts.append(f"{key}: {_shown(there)} there, {_shown(now)} now")
+    data = [key for key in DATA_SETTINGS if key in changed]
+    if data:
+        shown = [key for key in data if key != "decontam_sha256"] or data
+        parts.append(
+            "the benchmark data (--data-dir or the cache): "
+            + "; ".join(
+                f"{DATA_SETTINGS[key]} {_shown(changed[key][0])} there, {_shown(changed[key][1])} now"
+                if key != "decontam_sha256"
+                else "other program texts"
+                for key in shown
+            )
+        )
+    return (
+        f"--out {out}: holds a run with other settings ({'; '.join(parts)}); "
+        "use another --out or the same settings to resume"
+    )
+
+
+OUTPUT_FILES = ("cases.jsonl", "dropped.jsonl", "audit.jsonl", "summary.json", "summary.png")
+
+
+def json_summary(data: dict, elapsed_s: float, out: Path) -> dict[str, Any]:
+    """What ``synth --json`` prints: the files written and ``summary.json``'s facts but the
+    settings and the distributions (both are in ``summary.json``)."""
+    files = {name: str(out / name) for name in OUTPUT_FILES if (out / name).exists()}
+    facts = {key: value for key, value in data.items() if key not in ("settings", "distributions")}
+    return {"out": str(out), "files": files, "elapsed_s": round(elapsed_s, 3)} | facts
 
 
 def check_generator(name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -227,21 +338,23 @@ def announce(decontam: Decontamination, data_dir: Path | None = None) -> None:
     each saying why."""
     style = "bold yellow" if decontam.skipped or decontam.missing else "bold"
     error_console.print(
-        f"[{style}]{escape(decontam.describe())}[/]", highlight=False, soft_wrap=True
+        f"[{style}]{safe_markup(decontam.describe())}[/]", highlight=False, soft_wrap=True
     )
     if not decontam.missing:
         return
     if data_dir is not None and is_benchmark_folder(data_dir):
         names = ", ".join(decontam.missing)
         error_console.print(
-            f"  not found in {escape(str(data_dir))}: {escape(names)} (it holds one "
+            f"  not found in {safe_markup(data_dir)}: {safe_markup(names)} (it holds one "
             "benchmark's files; give the data root to check the others)",
             highlight=False,
             soft_wrap=True,
         )
         return
     for name, why in decontam.missing.items():
-        error_console.print(f"  {escape(name)}: {escape(why)}", highlight=False, soft_wrap=True)
+        error_console.print(
+            f"  {safe_markup(name)}: {safe_markup(why)}", highlight=False, soft_wrap=True
+        )
 
 
 def is_benchmark_folder(data_dir: Path) -> bool:
@@ -266,9 +379,28 @@ def decontam_line(data: dict) -> str:
 
 
 def show_summary(data: dict, elapsed_s: float, out: Path) -> None:
-    """The final table: counts by stage, top drop reasons, methods covered."""
+    """The final tables (counts by stage, outputs, top drop reasons), then decontamination,
+    the methods not covered and the files written."""
+    console.print(counts_table(data, elapsed_s, out))
+    console.print(reasons_table(data))
+    console.print(
+        f"decontamination: {safe_markup(decontam_line(data))}", highlight=False, soft_wrap=True
+    )
+    missing = data["methods"]["missing"]
+    if missing:
+        more = f" (+{len(missing) - 10} more)" if len(missing) > 10 else ""
+        console.print(
+            f"methods not covered: {safe_markup(', '.join(missing[:10]))}{more}", highlight=False
+        )
+    console.print(
+        f"wrote {safe_markup(out)}/{', '.join(OUTPUT_FILES)}", highlight=False, soft_wrap=True
+    )
+
+
+def counts_table(data: dict, elapsed_s: float, out: Path) -> Table:
+    """Candidates, cases kept, drops by stage, outputs, methods covered and time."""
     kept, originals = data["kept"], data["originals"]
-    table = Table(title=escape(f"synth: {out}"), title_justify="left", show_header=False)
+    table = Table(title=f"synth: {safe_markup(out)}", title_justify="left", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("count", justify="right")
     table.add_row("originals generated", f"{originals['generated']:,}")
@@ -277,25 +409,27 @@ def show_summary(data: dict, elapsed_s: float, out: Path) -> None:
     table.add_row("cases written", f"[green]{kept['total']:,}[/]")
     for stage, count in data["dropped_by_stage"].items():
         table.add_row(f"dropped at {stage}", f"{count:,}")
+    for reason, count in data.get("by_design_drops", {}).items():
+        table.add_row(f"  of which {reason} (by design)", f"{count:,}")
+    outputs = data.get("outputs")
+    if outputs:
+        table.add_row("distinct outputs", f"{outputs['distinct']:,}")
+        table.add_row(
+            "trivial outputs (0, [], '', None, ...)", f"{outputs['trivial']['share']:.1%}"
+        )
     methods = data["methods"]
     table.add_row("methods covered", f"{methods['covered']}/{methods['total']}")
     table.add_row("time", f"{elapsed_s:.1f} s")
-    console.print(table)
-    reasons = Table(title="top drop reasons", title_justify="left")
-    reasons.add_column("stage/reason")
-    reasons.add_column("count", justify="right")
+    return table
+
+
+def reasons_table(data: dict) -> Table:
+    """The eight most common drop reasons, those by design marked."""
+    table = Table(title="top drop reasons", title_justify="left")
+    table.add_column("stage/reason")
+    table.add_column("count", justify="right")
+    by_design = data.get("by_design_drops", {})
     for reason, count in list(data["drop_reasons"].items())[:8]:
-        reasons.add_row(escape(reason), f"{count:,}")
-    console.print(reasons)
-    console.print(
-        f"decontamination: {escape(decontam_line(data))}", highlight=False, soft_wrap=True
-    )
-    if methods["missing"]:
-        shown = ", ".join(methods["missing"][:10])
-        more = f" (+{len(methods['missing']) - 10} more)" if len(methods["missing"]) > 10 else ""
-        console.print(f"methods not covered: {escape(shown)}{more}", highlight=False)
-    console.print(
-        f"wrote {escape(str(out))}/cases.jsonl, dropped.jsonl, audit.jsonl, "
-        "summary.json, summary.png",
-        highlight=False,
-    )
+        note = " (by design)" if reason in by_design else ""
+        table.add_row(safe_markup(reason + note), f"{count:,}")
+    return table

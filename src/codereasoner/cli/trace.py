@@ -18,15 +18,17 @@ from rich.text import Text
 from codereasoner.cli.common import (
     CallText,
     ProgramFile,
+    checked_limits,
     console,
     dump_json,
     fail,
+    flag_message,
     open_pool,
     read_program_and_call,
     safe_cell,
     safe_text,
 )
-from codereasoner.execution import ExecResult, Limits, Program, TraceOptions
+from codereasoner.execution import ExecResult, Program, TraceOptions
 from codereasoner.trace import ExecutionTrace, to_text, trace_call
 
 
@@ -66,16 +68,44 @@ def steps_table(trace: ExecutionTrace, source: str) -> Table:
     return table
 
 
+# Why a trace stopped early, in the user's words, by the tracer's ``partial_reason``.
+CAP_REASONS = {
+    "max_steps": "stopped at the --max-steps cap",
+    "max_trace_chars": "stopped at the trace's size cap",
+    "tracer_removed": "the program removed the tracer",
+}
+
+
+def partial_text(trace: ExecutionTrace) -> str:
+    """Why ``trace`` is incomplete, e.g. "stopped at the --max-steps cap of 20 steps"."""
+    reason = trace.partial_reason or "unknown"
+    text = CAP_REASONS.get(reason, f"stopped early ({reason})")
+    if reason == "max_steps":
+        text += f" of {len(trace):,} steps"
+    return text
+
+
 def outcome_text(trace: ExecutionTrace, result: ExecResult) -> str:
-    """How the call ended, as the trace and the result tell it (untrusted: pass to safe_text)."""
+    """How the call ended, as the trace and the result tell it (untrusted: pass to safe_text).
+    A capped call never returned, so it has no return value to show."""
     if trace.exception is not None:
         return f"raises {trace.exception.type}: {trace.exception.message}".rstrip(": ")
     if trace.return_value is not None:
         return f"returns {trace.return_value}"
     if trace.partial:
-        why = f"trace stopped early ({trace.partial_reason})"
-        return f"did not finish: {why if result.ok else result.describe()}"
+        capped = result.ok or trace.partial_reason in CAP_REASONS
+        why = partial_text(trace) if capped else result.describe()
+        return f"did not finish: {why}; no return value"
     return f"ended without a return value: {result.describe()}"
+
+
+def output_fields(result: ExecResult) -> dict[str, object]:
+    """The call's printed output, for ``--json`` (untrusted: dump_json escapes it)."""
+    return {
+        "stdout": result.stdout,
+        "stdout_truncated": result.stdout_truncated,
+        "stderr": result.stderr,
+    }
 
 
 def _print_output(result: ExecResult) -> None:
@@ -89,7 +119,10 @@ def _print_output(result: ExecResult) -> None:
 def trace_command(
     file: ProgramFile,
     call: CallText,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the trace as JSON.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the trace as JSON, with the call's stdout and stderr."),
+    ] = False,
     as_text: Annotated[
         bool, typer.Option("--text", help="Print the compact text form used in prompts.")
     ] = False,
@@ -102,23 +135,30 @@ def trace_command(
     source, parsed = read_program_and_call(file, call)
     try:
         options = TraceOptions(max_steps=max_steps, max_value_chars=max_value_chars)
-        limits = Limits(timeout_s=timeout)
     except ValueError as exc:
-        fail(str(exc))
-    with open_pool(workers=1, limits=limits, isolation=isolation) as pool:
+        fail(flag_message(exc))
+    limits = checked_limits(timeout_s=timeout)
+    with open_pool(workers=1, limits=limits, isolation=isolation, show_progress=False) as pool:
         traced = trace_call(pool, Program(source, entry=parsed.entry), parsed, options)
     if traced.trace is None:
         fail(f"no trace: the call ended with {traced.result.describe()}", code=1)
     trace = traced.trace
     if as_json:
-        typer.echo(dump_json(trace.to_dict()))
+        typer.echo(dump_json(trace.to_dict() | output_fields(traced.result)))
     elif as_text:
         typer.echo(safe_text(to_text(trace, source=source)))
     else:
         console.print(steps_table(trace, source))
         _print_output(traced.result)
         if trace.partial:
-            console.print(safe_cell(f"trace incomplete: {trace.partial_reason}", "yellow"))
+            # in words, then the name --json gives the reason (its "partial_reason")
+            reason = trace.partial_reason or "unknown"
+            console.print(
+                safe_cell(
+                    f"trace incomplete: {partial_text(trace)} (--json: partial_reason {reason})",
+                    "yellow",
+                )
+            )
         covered = ", ".join(map(str, sorted(trace.coverage())))
         console.print(
             safe_cell(f"{parsed.render()} {outcome_text(trace, traced.result)}"),

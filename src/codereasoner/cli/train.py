@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codereasoner.cli.common import console, fail, safe_text
+from codereasoner.cli.common import check_folder, console, fail, safe_cell, safe_text
 
 INSTALL_TRAIN = "pip install 'codereasoner[train]'"
 OVERRIDES_HELP = (
@@ -43,7 +43,7 @@ def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -
         if dry_run:
             _print_settings(recipe)
             return
-        result = train(recipe, log=lambda line: console.print(safe_text(line), highlight=False))
+        result = train(recipe, log=lambda line: console.print(safe_cell(line), highlight=False))
     except (RecipeError, FolderBusy) as exc:
         if not is_main_process():  # rank 0 says it, once
             raise typer.Exit(2) from None
@@ -67,7 +67,9 @@ def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -
 
 def _print_settings(recipe: Any) -> None:
     """The recipe's settings as the trainer will see them (converted by their fields' types)."""
-    typer.echo(f"{recipe.source}: train {recipe.stage.value}, output_dir {recipe.output_dir}")
+    typer.echo(
+        safe_text(f"{recipe.source}: train {recipe.stage.value}, output_dir {recipe.output_dir}")
+    )
     owners = (recipe.train, recipe.config, recipe.model)
     for key in sorted(recipe.settings):
         owner = next((o for o in owners if hasattr(o, key)), None)
@@ -109,6 +111,7 @@ def tiny_model_command(
         from codereasoner.training.tiny import build_tiny_model
     except ImportError as exc:
         fail(f"tiny-model needs the train extra ({exc.name or exc}): {INSTALL_TRAIN}")
+    check_folder("", out)
     if out.exists() and any(out.iterdir()):
         fail(f"{out}: exists and is not empty; choose a new folder")
     try:

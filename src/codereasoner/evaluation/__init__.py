@@ -1,16 +1,28 @@
-"""Evaluation: reading generations, grading them through the tasks, and the metrics.
+"""Evaluation: runs (``evaluate``), reading generations, grading them, and the metrics.
 
-from codereasoner import benchmarks, tasks
-from codereasoner.evaluation import read_generations, score
-bench = benchmarks.get(name)             # any pass@k benchmark, see `codereasoner bench list`
-items = bench.load(data_dir)
-extract = lambda item, text: tasks.get(item.task).extract(item, text)
-_, answers = read_generations(path, items, extract)
-with Pool(limits=OFFICIAL_LIMITS) as pool:
-    scored = score(bench, items, answers, pool)
-scored.pass_at([1, 5])      # {"pass@1": 34.2125, "pass@5": 40.2867}, percent
+A run, as ``codereasoner eval`` does it (resumable; see docs/evaluation.md)::
+
+    from codereasoner.evaluation import evaluate
+    summary = evaluate("oracle", names, "runs/check", limit=20, data_dir=data_dir)  # bench list
+    summary.typed_reports()[names[0]].headline()   # e.g. {"pass@1": 100.0}
+
+Grading a generations file, as ``codereasoner score`` does it::
+
+    from codereasoner import benchmarks, tasks
+    from codereasoner.evaluation import read_generations, score
+    from codereasoner.execution import Pool
+    from codereasoner.tasks import OFFICIAL_LIMITS
+
+    bench = benchmarks.get(name)         # any pass@k benchmark, see `codereasoner bench list`
+    items = bench.load(data_dir)
+    extract = lambda item, text: tasks.get(item.task).extract(item, text)
+    _, answers = read_generations(path, items, extract)
+    with Pool(limits=OFFICIAL_LIMITS) as pool:
+        scored = score(bench, items, answers, pool)
+    scored.pass_at([1, 5])      # {"pass@1": 34.2125, "pass@5": 40.2867}, percent
 """
 
+from codereasoner.evaluation.api import evaluate
 from codereasoner.evaluation.generations import GenerationsError, read_generations
 from codereasoner.evaluation.metrics import (
     Counts,
@@ -21,15 +33,19 @@ from codereasoner.evaluation.metrics import (
     pass_at_k,
     pass_table,
 )
+from codereasoner.evaluation.runner import RunError, RunSummary
 from codereasoner.evaluation.scoring import Scored, check_ks, sandbox_errors, score, strict_report
 
 __all__ = [
     "Counts",
     "GenerationsError",
+    "RunError",
+    "RunSummary",
     "Scored",
     "accuracy",
     "breakdown",
     "check_ks",
+    "evaluate",
     "item_counts",
     "mean_pass_at_k",
     "pass_at_k",

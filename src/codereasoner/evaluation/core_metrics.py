@@ -8,7 +8,8 @@
 - Two Cons, both reported: ``Cons_text = 1 - mean_P (I - Ws)^2`` (the paper's text, "1 - MSE")
   and ``Cons_paper = 1 - mean_P (I - W)^2`` (the only reading its Table 1 admits).
 
-I, Is, W, Ws and RCS are percentages; Cons are fractions. I and Is average over problems with
+I, Is, W, Ws and RCS are percentages; Cons are fractions. Each comes with its standard error
+over problems (``stderr``; several runs: the runs' standard errors averaged). I and Is average over problems with
 output samples, W and Ws over problems with probes, RCS and Cons over problems with both.
 Per-dimension Ws is the micro-accuracy over probe-dimension memberships (A/L/S/B, a probe counts
 once per dimension); family Is is the share of a code-generator family's implementations whose
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from codereasoner.evaluation.metrics import standard_error
 from codereasoner.tasks import Item, Score
 from codereasoner.tasks.core_output import OUTPUT_TASK
 from codereasoner.tasks.core_probe import PROBE_TASK
@@ -104,12 +106,25 @@ def summary(scores: Mapping[str, ProblemScore]) -> dict[str, Any]:
     text = _mean((row.I - row.Ws) ** 2 for row in both)  # type: ignore[operator]
     table["Cons_paper"] = None if paper is None else 1 - paper
     table["Cons_text"] = None if text is None else 1 - text
+    table["stderr"] = summary_stderr(rows)
     table["problems"] = {
         "outputs": sum(row.I is not None for row in rows),
         "probes": sum(row.Ws is not None for row in rows),
         "both": len(both),
     }
     return table
+
+
+def summary_stderr(rows: Sequence[ProblemScore]) -> dict[str, float | None]:
+    """The standard error over problems of each :func:`summary` metric, in its unit."""
+    errors: dict[str, float | None] = {}
+    for name in ("I", "Is", "Is_pairs", "W", "Ws", "RCS"):
+        error = standard_error([value for row in rows if (value := getattr(row, name)) is not None])
+        errors[name] = None if error is None else 100 * error
+    both = [row for row in rows if row.I is not None and row.Ws is not None]
+    errors["Cons_paper"] = standard_error([(row.I - row.W) ** 2 for row in both])  # type: ignore[operator]
+    errors["Cons_text"] = standard_error([(row.I - row.Ws) ** 2 for row in both])  # type: ignore[operator]
+    return errors
 
 
 def dimension_ws(probes: Iterable[ProbeOutcome]) -> dict[str, dict[str, float]]:
@@ -183,10 +198,19 @@ def report(items: Sequence[Item], scores: Mapping[str, Sequence[Score]]) -> dict
     for name in METRICS:
         values = [row[name] for row in per_run]
         mean[name] = None if None in values else sum(values) / len(values)
+    mean["stderr"] = {
+        name: _mean_or_none([row["stderr"][name] for row in per_run]) for name in METRICS
+    }
     mean["problems"] = per_run[0]["problems"]
     mean["dimensions"] = _average_tables([row["dimensions"] for row in per_run], "Ws")
     mean["families"] = _average_tables([row["families"] for row in per_run], "Is")
     return {"runs": len(per_run), "mean": mean, "per_run": per_run}
+
+
+def _mean_or_none(values: Sequence[float | None]) -> float | None:
+    """The mean of the runs' values (standard errors: averaged over runs); None if any is."""
+    present = [value for value in values if value is not None]
+    return None if len(present) < len(values) else _mean(present)
 
 
 def _average_tables(tables: list[dict[str, dict[str, float]]], key: str) -> dict[str, Any]:

@@ -10,12 +10,14 @@ and ``report`` ask the family, never the benchmark's name. Three families exist:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark, Metrics
+from codereasoner.evaluation.core_metrics import report as core_metrics_report
 from codereasoner.evaluation.reports import (
     CoreReport,
     PassReport,
@@ -84,6 +86,17 @@ class Family:
 
     def from_dict(self, data: Mapping[str, Any]) -> Report:
         return self.report_type.from_dict(data)
+
+    def verdict_report(
+        self,
+        bench: Benchmark,
+        items: Sequence[Item],
+        scores: Mapping[str, list[Score]],
+        run: RunReport,
+    ) -> Report:
+        """The report from stored verdicts alone, never grading again (a report over a subset
+        of a run's items: the items runs have in common)."""
+        return self.report(bench, items, scores, run)
 
 
 class PassAtK(Family):
@@ -195,6 +208,30 @@ class Core(Family):
             for key, value in scores.items()
         }
         return core_report(bench, items, answers, run.generations, run.format)
+
+    def verdict_report(
+        self,
+        bench: Benchmark,
+        items: Sequence[Item],
+        scores: Mapping[str, list[Score]],
+        run: RunReport,
+    ) -> Report:
+        # The stored verdicts are the project grading's; the ancestor's would need grading again.
+        project = {**core_metrics_report(items, scores), "reasons": reasons(scores)}
+        return CoreReport(
+            benchmark=bench.name,
+            generations=run.generations,
+            format=run.format,
+            items=len(items),
+            samples=sum(len(samples) for samples in scores.values()),
+            variants={"project": project},
+        )
+
+
+def reasons(scores: Mapping[str, Sequence[Score]]) -> dict[str, int]:
+    """Verdict counts, most common first."""
+    tally = Counter(score.reason.value for samples in scores.values() for score in samples)
+    return dict(tally.most_common())
 
 
 FAMILIES: dict[str, Family] = {family.name: family for family in (PassAtK(), Reval(), Core())}

@@ -9,12 +9,14 @@ Two formats:
   the raw model text (extracted with the task's rules), or ``"answer"`` instead of
   ``"completion"`` for already extracted text. Samples of an id are numbered 0..n-1.
 
-Every item of the benchmark must have at least one sample; unknown ids are errors.
+Every item of the benchmark must have at least one sample (with ``subset``: the items the file
+has, at least one); unknown ids are errors.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,10 +30,24 @@ class GenerationsError(ValueError):
     """The generations file cannot be used; the message is one line."""
 
 
+def check_generations_path(path: Path, *, folder: bool = False) -> None:
+    """A one-line GenerationsError unless ``path`` is a readable file (or, with ``folder``, a
+    folder): checked before any benchmark data is loaded or downloaded."""
+    if path.is_dir():
+        if folder:
+            return
+        raise GenerationsError(f"{path}: is a folder; expected a generations file")
+    if not path.exists():
+        raise GenerationsError(f"{path}: no such file")
+    if not os.access(path, os.R_OK):  # not opened: a pipe (-g <(...)) is read only once
+        raise GenerationsError(f"{path}: cannot read (permission denied)")
+
+
 def read_generations(
-    path: Path, items: Sequence[Item], extract: Extractor
+    path: Path, items: Sequence[Item], extract: Extractor, *, subset: bool = False
 ) -> tuple[str, dict[str, list[Extracted]]]:
-    """``(format, {item id: answers in sample order})`` for every item."""
+    """``(format, {item id: answers in sample order})`` for every item, in item order; with
+    ``subset``, for the items the file has (``score --subset``)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -56,8 +72,8 @@ def read_generations(
             "{id: [generations]} or JSON Lines"
         )
     if data is not None and not _looks_like_sample(data):
-        return "official", _complete(path, _official(path, data), items)
-    return "jsonl", _complete(path, _jsonl(path, text, items, extract), items)
+        return "official", _complete(path, _official(path, data), items, subset)
+    return "jsonl", _complete(path, _jsonl(path, text, items, extract), items, subset)
 
 
 def _looks_like_sample(data: dict[str, Any]) -> bool:
@@ -139,7 +155,7 @@ def _answer(where: str, record: dict[str, Any], item: Item | None, extract: Extr
 
 
 def _complete(
-    path: Path, samples: dict[str, list[Extracted]], items: Sequence[Item]
+    path: Path, samples: dict[str, list[Extracted]], items: Sequence[Item], subset: bool
 ) -> dict[str, list[Extracted]]:
     known = {item.id for item in items}
     unknown = [key for key in samples if key not in known]
@@ -150,16 +166,19 @@ def _complete(
             f"{items[0].benchmark if items else 'this benchmark'} "
             f"({len(unknown)} unknown; ids look like {example!r})"
         )
-    missing = [item.id for item in items if item.id not in samples]
-    if missing:
-        raise GenerationsError(
-            f"{path}: {len(missing)} of {len(items)} ids have no generations "
-            f"(first: {missing[0]!r}); every id needs at least one"
-        )
     empty = next((key for key, answers in samples.items() if not answers), None)
     if empty is not None:
         raise GenerationsError(f"{path}: record {empty!r}: no generations; expected at least one")
-    return {item.id: samples[item.id] for item in items}
+    if subset and not samples:
+        raise GenerationsError(f"{path}: no generations; expected at least one id's")
+    missing = [item.id for item in items if item.id not in samples]
+    if missing and not subset:
+        raise GenerationsError(
+            f"{path}: {len(missing)} of {len(items)} ids have no generations "
+            f"(first: {missing[0]!r}); every id needs at least one, or score only the ids the "
+            "file has with --subset"
+        )
+    return {item.id: samples[item.id] for item in items if item.id in samples}
 
 
 def _kind(value: object) -> str:

@@ -98,3 +98,37 @@ def breakdown(
             rows[f"pass@{k}"] = mean_pass_at_k(groups[name], k, small_n=small_n)
         table[name] = rows
     return table
+
+
+def standard_error(values: Sequence[float]) -> float | None:
+    """The standard error of the mean of ``values``: their sample standard deviation over
+    sqrt(len); None for fewer than two values (no spread to estimate)."""
+    if len(values) < 2:
+        return None
+    mean = math.fsum(values) / len(values)
+    variance = math.fsum((value - mean) ** 2 for value in values) / (len(values) - 1)
+    return math.sqrt(variance / len(values))
+
+
+def pass_at_k_stderr(counts: Iterable[Counts], k: int, *, small_n: str = "error") -> float | None:
+    """The standard error of :func:`mean_pass_at_k` over items (as lm-evaluation-harness and
+    evalplus report it): the per-item pass@k values' :func:`standard_error`."""
+    return standard_error([pass_at_k(entry.n, entry.c, k, small_n=small_n) for entry in counts])
+
+
+def stderr_table(
+    counts: Mapping[str, Counts], ks: Sequence[int], *, small_n: str = "error"
+) -> dict[str, float | None]:
+    """``{"pass@1": se, ...}``: :func:`pass_at_k_stderr` for each of ``ks``, as fractions."""
+    return {f"pass@{k}": pass_at_k_stderr(counts.values(), k, small_n=small_n) for k in ks}
+
+
+def jackknife_stderr(estimates: Sequence[float]) -> float | None:
+    """The delete-one-group jackknife standard error from the estimates with each group left
+    out in turn (for metrics that are not a mean over independent items); None for fewer
+    than two groups."""
+    groups = len(estimates)
+    if groups < 2:
+        return None
+    mean = math.fsum(estimates) / groups
+    return math.sqrt((groups - 1) / groups * math.fsum((value - mean) ** 2 for value in estimates))

@@ -14,6 +14,8 @@ from typing import Any, ClassVar, Protocol
 
 from codereasoner.benchmarks import Benchmark, Metrics
 from codereasoner.evaluation.core_metrics import report as core_metrics_report
+from codereasoner.evaluation.metrics import jackknife_stderr, stderr_table
+from codereasoner.evaluation.reval_metrics import CoverageCounts
 from codereasoner.evaluation.reval_scoring import KINDS, RevalScored
 from codereasoner.evaluation.scoring import Scored, sandbox_errors, score, strict_report
 from codereasoner.tasks import Extracted, Extraction, Grading, Item, Style
@@ -66,11 +68,17 @@ class Metric:
     name: str
     value: float | None
     unit: str = PERCENT
+    stderr: float | None = None  # the value's standard error, in the same unit
 
     def text(self) -> str:
+        """The value, with ``± se`` when its standard error is known."""
         if self.value is None:
             return "-"
-        return f"{self.value:.2f}" if self.unit == PERCENT else f"{self.value:.4f}"
+        shown = self.number(self.value)
+        return shown if self.stderr is None else f"{shown} \u00b1 {self.number(self.stderr)}"
+
+    def number(self, value: float) -> str:
+        return f"{value:.2f}" if self.unit == PERCENT else f"{value:.4f}"
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,7 @@ class PassReport:
     style: str | None = None  # set when completions were extracted (not official answers)
     extraction: str | None = None
     scale: str = "percent"
+    stderr: dict[str, float | None] = field(default_factory=dict)  # "pass@1" -> percent
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -149,6 +158,7 @@ class PassReport:
             "items": self.items,
             "samples": self.samples,
             **self.pass_at,
+            "stderr": self.stderr,
             "reasons": self.reasons,
             "breakdown": self.breakdown,
             "sandbox_errors": self.sandbox_errors,
@@ -179,6 +189,7 @@ class PassReport:
             style=data.get("style"),
             extraction=data.get("extraction"),
             scale=str(data.get("scale", "percent")),
+            stderr=dict(data.get("stderr") or {}),
         )
 
     def headline(self) -> dict[str, float]:
@@ -186,9 +197,18 @@ class PassReport:
 
     def metrics(self) -> tuple[Metric, ...]:
         ks = pass_keys(self.pass_at)
-        found = [Metric(key, number(self.pass_at[key])) for key in ks]
+        found = [
+            Metric(key, number(self.pass_at[key]), PERCENT, number(self.stderr.get(key)))
+            for key in ks
+        ]
         if isinstance(self.strict, dict):
-            found += [Metric(f"strict {key}", number(self.strict.get(key))) for key in ks]
+            errors = self.strict.get("stderr") or {}
+            found += [
+                Metric(
+                    f"strict {key}", number(self.strict.get(key)), PERCENT, number(errors.get(key))
+                )
+                for key in ks
+            ]
         return tuple(found)
 
     def breakdowns(self) -> tuple[Breakdown, ...]:
@@ -222,6 +242,7 @@ def pass_report(
         disagreements = strict_report(official, strict)
         strict_part = {
             **strict.pass_at(ks),
+            "stderr": pass_stderr(strict, ks),
             "reasons": strict.reasons(),
             "disagreements": sum(row["count"] for row in disagreements),
             "groups": disagreements,
@@ -236,6 +257,7 @@ def pass_report(
         items=len(official.items),
         samples=sum(len(scores) for scores in official.scores.values()),
         pass_at=official.pass_at(ks),
+        stderr=pass_stderr(official, ks),
         reasons=official.reasons(),
         breakdown={
             "by": bench.breakdown,
@@ -248,6 +270,12 @@ def pass_report(
         style=style,
         extraction=extraction,
     )
+
+
+def pass_stderr(scored: Scored, ks: Sequence[int]) -> dict[str, float | None]:
+    """The standard error of each pass@k over items, in percent (None: a single item)."""
+    table = stderr_table(scored.counts, ks, small_n=scored.small_n)
+    return {key: None if value is None else 100 * value for key, value in table.items()}
 
 
 # ---------------------------------------------------------------------------------------
@@ -274,6 +302,7 @@ class RevalReport:
     wall_s: float = 0.0
     log_verdicts_differing: int | None = None  # REval logs only: verdicts unlike the logs'
     scale: str = "accuracies as fractions, consistency in percent"
+    stderr: dict[str, Any] = field(default_factory=dict)  # the shape of ``values``
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -284,6 +313,7 @@ class RevalReport:
             "items": self.items,
             "repeats": self.repeats,
             **self.values,
+            "stderr": self.stderr,
             "by_source": self.by_source,
             "output_subsets": self.output_subsets,
             "reasons": self.reasons,
@@ -312,6 +342,7 @@ class RevalReport:
             wall_s=float(data.get("wall_s", 0.0)),
             log_verdicts_differing=data.get("log_verdicts_differing"),
             scale=str(data.get("scale", cls.scale)),
+            stderr=dict(data.get("stderr") or {}),
         )
 
     def headline(self) -> dict[str, float]:
@@ -326,7 +357,12 @@ class RevalReport:
 
     def metrics(self) -> tuple[Metric, ...]:
         return tuple(
-            Metric(label, reval_value(self.values, key, inner), unit)
+            Metric(
+                label,
+                reval_value(self.values, key, inner),
+                unit,
+                reval_value(self.stderr, key, inner),
+            )
             for label, key, inner, unit in REVAL_METRICS
         )
 
@@ -343,6 +379,14 @@ class RevalReport:
             return ()
         labels = tuple(label for label, _, _ in shown)
         return (Breakdown("by source", "accuracies as fractions", labels, FRACTION, rows),)
+
+
+def reval_number(part: Mapping[str, Any], key: str, inner: str | None) -> float | None:
+    """:func:`reval_value`, None for anything not a number too (a metric a part lacks)."""
+    try:
+        return reval_value(part, key, inner)
+    except TypeError:
+        return None
 
 
 def reval_value(part: Mapping[str, Any], key: str, inner: str | None) -> float | None:
@@ -387,9 +431,11 @@ def reval_report(
         items={kind: sum(i.task == kind for i in items) for kind in KINDS},
         repeats={kind: scored.repeats(kind) for kind in scored.kinds()},
         values=scored.mean_metrics(),
-        by_source={
-            source: scored.mean_metrics([i for i in items if i.metadata["source"] == source])
+        stderr=reval_stderr(scored, items),
+        by_source={  # a source with no item is absent (its metrics would be made up)
+            source: scored.mean_metrics(group)
             for source in ("humaneval", "classeval")
+            if (group := [i for i in items if i.metadata["source"] == source])
         },
         output_subsets={
             name: {"items": len(group), "acc": scored.mean_metrics(group).get("output", 0.0)}
@@ -403,6 +449,94 @@ def reval_report(
         wall_s=round(elapsed, 3),
         log_verdicts_differing=differ,
     )
+
+
+def reval_stderr(scored: RevalScored, items: Sequence[Item]) -> dict[str, Any]:
+    """Delete-one-program jackknife standard errors of every REval metric (a program's
+    questions are not independent, and F1 and IC are not means over items), in the shape of
+    ``mean_metrics()``. Each program's verdict counts are tallied once; leaving a program out
+    subtracts its tally from the total."""
+    groups: dict[str, list[Item]] = {}
+    for item in items:
+        if item.id in scored.scores:
+            groups.setdefault(str(item.metadata["task_id"]), []).append(item)
+    kinds = scored.kinds()
+    if len(groups) < 2 or not kinds:
+        return {}
+    repeats = min(scored.repeats(kind) for kind in kinds)
+    tallies = [[_tally(scored, group, r) for r in range(repeats)] for group in groups.values()]
+    totals = [_combine([tally[r] for tally in tallies], 1) for r in range(repeats)]
+    estimates = [
+        [_tally_metrics(_combine([totals[r], tally[r]], -1)) for r in range(repeats)]
+        for tally in tallies
+    ]
+    errors: dict[str, Any] = {}
+    for key in REVAL_KEYS:
+        inner = ("acc", "prec", "rec", "f1") if key == "coverage" else (None,)
+        found = {name: _jackknife(estimates, key, name) for name in inner}
+        kept = {name: error for name, error in found.items() if error is not None}
+        if kept:
+            errors[key] = kept if key == "coverage" else kept[None]
+    return errors
+
+
+Tally = dict[str, float]  # verdict counts: tp, fp, tn, fn, KIND_right, KIND_asked, weight, lines
+
+
+def _tally(scored: RevalScored, group: Sequence[Item], repeat: int) -> Tally:
+    """One program's verdict counts in one repeat (its IC weight sum and line questions)."""
+    found = scored.metrics(repeat, group)
+    tally: Tally = {}
+    for kind in KINDS:
+        asked = sum(item.task == kind for item in group)
+        value = found.get(kind)
+        if isinstance(value, dict):
+            tally.update({key: value[key] for key in ("tp", "fp", "tn", "fn")})
+        elif value is not None:
+            tally[f"{kind}_right"], tally[f"{kind}_asked"] = round(value * asked), asked
+    if "consistency" in found:
+        lines = sum(item.task == KINDS[0] for item in group)
+        tally["weight"], tally["lines"] = found["consistency"] / 100 * lines, lines
+    return tally
+
+
+def _combine(tallies: Sequence[Tally], sign: int) -> Tally:
+    """The first tally plus (``sign`` 1) or minus (-1) the others."""
+    total = dict(tallies[0])
+    for tally in tallies[1:]:
+        for key, value in tally.items():
+            total[key] = total.get(key, 0) + sign * value
+    return total
+
+
+def _tally_metrics(tally: Tally) -> dict[str, Any]:
+    """``RevalScored.metrics()`` from verdict counts."""
+    out: dict[str, Any] = {}
+    if any(key in tally for key in ("tp", "fp", "tn", "fn")):
+        counts = {key: int(tally.get(key, 0)) for key in ("tp", "fp", "tn", "fn")}
+        out[KINDS[0]] = CoverageCounts(**counts).to_dict()
+    for kind in KINDS[1:]:
+        if tally.get(f"{kind}_asked"):
+            out[kind] = tally[f"{kind}_right"] / tally[f"{kind}_asked"]
+    if len(out) == len(KINDS):
+        out["avg_acc"] = (out[KINDS[0]]["acc"] + sum(out[k] for k in KINDS[1:])) / len(KINDS)
+    if tally.get("lines"):
+        out["consistency"] = 100 * tally["weight"] / tally["lines"]
+    return out
+
+
+def _jackknife(
+    estimates: Sequence[Sequence[Mapping[str, Any]]], key: str, inner: str | None
+) -> float | None:
+    """The jackknife standard error of one metric, each estimate averaged over repeats."""
+    values = []
+    for repeats in estimates:
+        found = [reval_number(estimate, key, inner) for estimate in repeats]
+        numbers = [value for value in found if value is not None]
+        if not numbers or len(numbers) < len(found):
+            return None
+        values.append(sum(numbers) / len(numbers))
+    return jackknife_stderr(values)
 
 
 # ---------------------------------------------------------------------------------------
@@ -458,8 +592,14 @@ class CoreReport:
 
     def metrics(self) -> tuple[Metric, ...]:
         mean = self.mean
+        errors = mean.get("stderr") or {}
         return tuple(
-            Metric(name, number(mean.get(name)), FRACTION if name.startswith("Cons") else PERCENT)
+            Metric(
+                name,
+                number(mean.get(name)),
+                FRACTION if name.startswith("Cons") else PERCENT,
+                number(errors.get(name)),
+            )
             for name in CORE_METRICS
         )
 

@@ -223,7 +223,8 @@ class RevalScored:
         )
 
     def metrics(self, repeat: int, items: Sequence[Item] | None = None) -> dict[str, Any]:
-        chosen = [i for i in (items or self.items) if i.id in self.scores]
+        # ``items`` empty: no item (an empty group has no metrics, never all items' metrics)
+        chosen = [i for i in (self.items if items is None else items) if i.id in self.scores]
         by_kind = {kind: [i for i in chosen if i.task == kind] for kind in self.kinds()}
         out: dict[str, Any] = {}
         for kind, group in by_kind.items():

@@ -13,7 +13,11 @@ killed at any point resumes where it stopped: nothing finished is redone or dupl
 
 A resumed run must use the same model and settings (sampling, style, extraction, grading,
 prompt mode, limit); it may add benchmarks and change ``n`` (a larger ``n`` reuses samples
-0..n-1 and asks only for the new ones; reports always cover samples 0..n-1).
+0..n-1, asks only for the new ones and grades only the new ones; reports always cover samples
+0..n-1). The model is its identity (:func:`codereasoner.models.base.model_identity`: the
+model id without a server URL), so a server moved to another host or port resumes the run.
+Every run, finished or failed, writes its summary to ``RUN_DIR/results.json`` (``status``
+``done`` or ``failed`` with the ``message``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
+import os
+import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,9 +39,11 @@ from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks import Benchmark
 from codereasoner.evaluation.families import Family, RunReport, family_of, load_report
 from codereasoner.evaluation.reports import Report
-from codereasoner.evaluation.store import ItemRow, RunStore
+from codereasoner.evaluation.store import ItemRow, RunStore, StoredCompletion, store_path
 from codereasoner.execution import Limits, Pool, SandboxUnavailable
-from codereasoner.models.base import Backend, Completion, Request, Sampling
+from codereasoner.execution.sandbox import ISOLATION_MODES
+from codereasoner.files import write_atomic
+from codereasoner.models.base import Backend, Completion, Request, Sampling, model_identity
 from codereasoner.models.base import prompt_hash as hash_prompt
 from codereasoner.synth.writer import FolderBusy, exclusive
 from codereasoner.tasks import Extracted, Extraction, Grading, Item, Score
@@ -44,6 +54,10 @@ __all__ = [
     "RunSummary",
     "Runner",
     "available",
+    "check_data_dir",
+    "check_out",
+    "check_settings",
+    "default_run_dir",
     "headline",
     "load_items",
     "select_items",
@@ -55,6 +69,7 @@ SCORE_CHUNK = 500  # items graded and stored per transaction
 FIXED = ("sampling", "style", "extraction", "grading", "chat", "limit")
 ORACLE = "oracle"
 SELF_CHECK = "SELF-CHECK: the oracle answers from the ground truth; this is not a model score"
+RESULTS_JSON = "results.json"  # the summary of the last run (done or failed), beside run.sqlite
 
 
 class RunError(RuntimeError):
@@ -95,11 +110,115 @@ class RunSettings:
             "data_dir": None if self.data_dir is None else str(self.data_dir),
         }
 
+    def identity(self) -> dict[str, Any]:
+        """The settings a resumed run must keep (``FIXED``), as stored in the config."""
+        config = self.config()
+        return {key: config[key] for key in FIXED}
+
+
+def check_settings(settings: RunSettings) -> None:
+    """RunError (one line naming the option) for settings no run can use; checks nothing
+    on disk, so it can run before anything is created."""
+    _check_sampling(settings.sampling)
+    if settings.n < 1:
+        raise RunError(f"--n {settings.n}: expected at least 1 sample per item")
+    if settings.limit is not None and settings.limit < 1:
+        raise RunError(f"--limit {settings.limit}: expected at least 1 item")
+    if settings.timeout is not None and not settings.timeout > 0:
+        raise RunError(f"--timeout {settings.timeout:g}: expected a positive number of seconds")
+    if settings.workers is not None and settings.workers < 1:
+        raise RunError(f"--workers {settings.workers}: expected at least 1 sandbox worker")
+    if settings.isolation not in ISOLATION_MODES:
+        raise RunError(
+            f"--isolation {settings.isolation!r}: expected one of {', '.join(ISOLATION_MODES)}"
+        )
+
+
+def _check_sampling(sampling: Sampling) -> None:
+    if not (math.isfinite(sampling.temperature) and sampling.temperature >= 0):
+        raise RunError(f"--temperature {sampling.temperature:g}: expected a number >= 0")
+    if not 0 < sampling.top_p <= 1:
+        raise RunError(f"--top-p {sampling.top_p:g}: expected a number in (0, 1]")
+    if sampling.max_tokens < 1:
+        raise RunError(f"--max-tokens {sampling.max_tokens}: expected at least 1 token")
+    if sampling.seed is not None and sampling.seed < 0:
+        raise RunError(f"--seed {sampling.seed}: expected an integer >= 0")
+
+
+def check_data_dir(data_dir: Path | None) -> None:
+    """RunError (one line naming ``--data-dir``) when ``data_dir`` is a file no benchmark reads
+    as its data (``cases`` reads a ``cases.jsonl``); reads no data. A path that does not exist
+    is left to each benchmark, whose error names the file it expects there."""
+    if data_dir is None or not data_dir.exists():
+        return
+    if not any(benchmarks.get(name).folder(data_dir).is_dir() for name in benchmarks.names()):
+        raise RunError(
+            f"--data-dir {data_dir}: not a folder; expected the data root (one folder per "
+            "dataset) or a benchmark's folder"
+        )
+
+
+def check_out(run_dir: Path) -> None:
+    """RunError (one line naming ``--out``) when ``run_dir`` is a file, or cannot be created (a
+    file on its path, a folder that cannot be written); creates nothing."""
+    run_dir = Path(run_dir)
+    where = f"--out {run_dir}"
+    if run_dir.exists():
+        if not run_dir.is_dir():
+            raise RunError(f"{where}: is a file; expected a run folder (new or existing)")
+        if not os.access(run_dir, os.W_OK | os.X_OK):
+            raise RunError(f"{where}: the folder is not writable; expected a run folder to write")
+        return
+    parent = run_dir.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise RunError(f"{where}: {parent} is a file; expected a run folder (new or existing)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise RunError(f"{where}: cannot create it ({parent} is not writable)")
+
+
+# The flags that set each FIXED setting (the sampling ones: per field of the sampling dict).
+FLAGS = {
+    "style": "--style",
+    "extraction": "--extraction",
+    "grading": "--grading",
+    "chat": "--chat/--raw",
+    "limit": "--limit",
+    "temperature": "--temperature",
+    "top_p": "--top-p",
+    "max_tokens": "--max-tokens",
+    "seed": "--seed",
+}
+
+
+def _differing_option(key: str, stored: Any, asked: Any) -> tuple[str, Any, Any]:
+    """The flag of a FIXED setting that differs, with both values (a sampling field's own)."""
+    if key == "sampling" and isinstance(stored, dict) and isinstance(asked, dict):
+        for field_name in asked:
+            if stored.get(field_name) != asked[field_name]:
+                flag = FLAGS.get(field_name, f"sampling {field_name}")
+                return flag, stored.get(field_name), asked[field_name]
+    return FLAGS.get(key, key), stored, asked
+
+
+def default_run_dir(model_id: str, settings: RunSettings) -> Path:
+    """``runs/<model slug>-<hash>``: the hash covers the model's identity (the id without a
+    server URL: a server moved to another host or port keeps the folder) and the settings a
+    resumed run must keep, so re-running the same command (any day) resumes, and another
+    setting gets another folder."""
+    model = model_identity(model_id)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-")[:80] or "model"
+    identity = json.dumps([model, settings.identity()], sort_keys=True)
+    return Path("runs") / f"{slug}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
+
 
 @dataclass
 class RunSummary:
-    """What a run did and found. ``self_check`` is set for the oracle: per benchmark, the
-    items it could not state and the samples graded wrong (both empty when all is well)."""
+    """What a run did and found. ``model``: the run's model identity (the model id without a
+    server URL). ``self_check`` is set for the oracle: per benchmark, the items it could not
+    state and the samples graded wrong (both empty when all is well). ``status``: ``done``, or
+    ``failed`` with the ``message`` (then ``reports`` holds the benchmarks finished before)."""
 
     run_dir: Path
     model: str
@@ -108,11 +227,15 @@ class RunSummary:
     cached: dict[str, int]  # completions found in the cache
     graded: dict[str, int]  # samples graded by this invocation
     self_check: dict[str, dict[str, Any]] | None = None
+    status: str = "done"
+    message: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "run_dir": str(self.run_dir),
             "model": self.model,
+            "status": self.status,
+            "message": self.message,
             "note": SELF_CHECK if self.self_check is not None else "",
             "headline": {name: headline(name, report) for name, report in self.reports.items()},
             "generated": self.generated,
@@ -121,6 +244,16 @@ class RunSummary:
             "self_check": self.self_check,
             "reports": self.reports,
         }
+
+    def to_json(self) -> str:
+        """What ``codereasoner eval --json`` prints and ``results.json`` holds (for a failed
+        run too)."""
+        return json.dumps(self.to_dict(), indent=2)
+
+    def typed_reports(self) -> dict[str, Report]:
+        """The reports as their family's typed report (``PassReport``, ``RevalReport``, ...)."""
+        found = {name: load_report(name, report) for name, report in self.reports.items()}
+        return {name: report for name, report in found.items() if report is not None}
 
 
 class Events(Protocol):
@@ -239,21 +372,23 @@ class Runner:
     ) -> None:
         """``pool_factory``: the sandbox pool to grade with (left open); default: a new one.
         ``lock``: hold ``run_dir``'s lock while running (False: the caller holds it)."""
-        if settings.n < 1:
-            raise RunError(f"--n {settings.n}: expected at least 1 sample per item")
-        if settings.limit is not None and settings.limit < 1:
-            raise RunError(f"--limit {settings.limit}: expected at least 1 item")
+        check_settings(settings)
+        check_data_dir(settings.data_dir)
+        check_out(Path(run_dir))
         try:
             self.grading = Grading(settings.grading)
         except ValueError:
             raise RunError(f"--grading {settings.grading!r}: expected official or strict") from None
         self.run_dir = Path(run_dir)
         self.backend = backend
+        self.identity = model_identity(backend.model_id)  # the store's key for the model
         self.settings = settings
         self.events: Events = events or _Quiet()
         self.pool_factory = pool_factory
         self._lock = contextlib.ExitStack()
         self._locking = lock
+        self._locked = False
+        self.interruption = "interrupted"  # the failure message of a KeyboardInterrupt
         self._pool: Pool | None = None
         self.plans = [self._resolve(name) for name in settings.benchmarks]
         self.store: RunStore | None = None
@@ -286,21 +421,29 @@ class Runner:
         """RunError when ``run_dir`` holds a run of another model or other settings."""
         if not RunStore.exists(self.run_dir):
             return
-        with RunStore(self.run_dir) as store:
-            row = store.run()
+        try:
+            with RunStore(self.run_dir) as store:
+                row = store.run()
+        except (sqlite3.DatabaseError, ValueError) as exc:
+            raise RunError(
+                f"--out {self.run_dir}: {store_path(self.run_dir)} is not a readable run store "
+                f"({exc}); choose another --out (or move the file away)"
+            ) from None
         if row is None:
             return
-        where = f"{self.run_dir}: holds a run of"
-        if row.model != self.backend.model_id:
+        where = f"--out {self.run_dir}: holds a run of"
+        if model_identity(row.model) != self.identity:  # an older store's row: the whole id
             raise RunError(
-                f"{where} model {row.model!r}, not {self.backend.model_id!r} (choose another --out)"
+                f"{where} model {model_identity(row.model)!r}, not {self.identity!r} "
+                "(choose another --out)"
             )
         mine = self.settings.config()
         for key in FIXED:
             if row.config.get(key) != mine[key]:
+                flag, stored, asked = _differing_option(key, row.config.get(key), mine[key])
                 raise RunError(
-                    f"{where} {key}={json.dumps(row.config.get(key))}, this run asks "
-                    f"{key}={json.dumps(mine[key])} (choose another --out)"
+                    f"{where} {flag} {json.dumps(stored)}, this run asks {flag} "
+                    f"{json.dumps(asked)} (choose another --out, or keep {flag})"
                 )
 
     # -- the run ------------------------------------------------------------------------------
@@ -319,16 +462,34 @@ class Runner:
             self.store.close()
             self.store = None
         self._lock.close()
+        self._locked = False
+
+    def lock(self) -> None:
+        """Take ``run_dir``'s lock (creating the folder), held until :meth:`close`; RunError at
+        once while another process writes into it. :meth:`run` takes it when not held yet."""
+        if self._locked:
+            return
+        try:
+            self._lock.enter_context(exclusive(self.run_dir))
+        except FolderBusy:
+            raise RunError(
+                f"--out {self.run_dir}: another run is writing into this folder; wait for it "
+                "to end or choose another --out"
+            ) from None
+        except OSError as exc:
+            raise RunError(
+                f"--out {self.run_dir}: cannot create the run folder ({exc.strerror or exc})"
+            ) from None
+        self._locked = True
 
     def run(self) -> RunSummary:
-        """Run every benchmark; marks the run ``done``, or ``failed`` with the message. Refuses
-        (RunError) while another process writes into ``run_dir``."""
-        self.check_resumable()
+        """Run every benchmark; marks the run ``done``, or ``failed`` with the message, and
+        writes ``results.json`` either way (a failed one: ``status`` ``failed``, the message and
+        the reports finished before). Refuses (RunError) while another process writes into
+        ``run_dir``."""
         if self._locking:
-            try:
-                self._lock.enter_context(exclusive(self.run_dir))
-            except FolderBusy as exc:
-                raise RunError(str(exc)) from None
+            self.lock()
+        self.check_resumable()
         store = self.store = RunStore(self.run_dir, create=True)
         previous = store.run()
         config = self.settings.config()
@@ -338,9 +499,10 @@ class Runner:
             config["benchmarks"] = [name for name in order if name in union]
             config["reported_n"] = dict(previous.config.get("reported_n", {}))
             config["sampling_keys"] = dict(previous.config.get("sampling_keys", {}))
-        store.start_run(self.backend.model_id, config)
+        config["model_id"] = self.backend.model_id  # the latest invocation's, URL included
+        store.start_run(self.identity, config)
         self._config = config
-        summary = RunSummary(self.run_dir, self.backend.model_id, {}, {}, {}, {})
+        summary = RunSummary(self.run_dir, self.identity, {}, {}, {}, {})
         try:
             for plan in self.plans:
                 self._run_one(store, plan, summary)
@@ -349,11 +511,22 @@ class Runner:
                     plan.bench.name: self._self_check(store, plan) for plan in self.plans
                 }
         except BaseException as exc:
-            message = " ".join(str(exc).split()) or type(exc).__name__
-            store.set_status("failed", message[:500])
+            if isinstance(exc, KeyboardInterrupt):
+                message = self.interruption
+            else:
+                message = (" ".join(str(exc).split()) or type(exc).__name__)[:500]
+            store.set_status("failed", message)
+            self._write_results(replace(summary, status="failed", message=message))
             raise
         store.set_status("done")
+        write_atomic(self.run_dir / RESULTS_JSON, summary.to_json() + "\n")
         return summary
+
+    def _write_results(self, summary: RunSummary) -> None:
+        """A failed run's ``results.json`` (so that it never shows an older run as current);
+        a write error here leaves the run's own error to be raised."""
+        with contextlib.suppress(OSError):
+            write_atomic(self.run_dir / RESULTS_JSON, summary.to_json() + "\n")
 
     def _run_one(self, store: RunStore, plan: Resolved, summary: RunSummary) -> None:
         name = plan.bench.name
@@ -389,7 +562,7 @@ class Runner:
 
     def _generate(self, store: RunStore, plan: Resolved) -> tuple[int, int]:
         """Ask for the missing (prompt, sample) pairs; store each request's answer at once."""
-        model, key, n = self.backend.model_id, plan.sampling.key(), self.settings.n
+        model, key, n = self.identity, plan.sampling.key(), self.settings.n
         cached = store.cached_samples(model, key, n)
         wanted: dict[str, tuple[Item, tuple[int, ...]]] = {}
         for item in plan.items:
@@ -425,34 +598,53 @@ class Runner:
         return sum(len(r.samples) for r in requests), hits
 
     def _grade(self, store: RunStore, plan: Resolved) -> int:
-        """Extract and grade the samples without a stored verdict; returns how many."""
+        """Extract and grade the samples without a stored verdict (only those: a larger ``n``
+        grades only the new samples); returns how many."""
         name, n = plan.bench.name, self.settings.n
         done = store.scored_samples(name, n)
-        everything = set(range(n))
-        todo = [item for item in plan.items if done.get(item.id, set()) != everything]
+        missing = {
+            item.id: [s for s in range(n) if s not in done.get(item.id, set())]
+            for item in plan.items
+        }
+        todo = [item for item in plan.items if missing[item.id]]
         self.events.start(name, "grade", len(todo))
         if not todo:
             return 0
         texts = store.completions(
-            self.backend.model_id, plan.sampling.key(), {plan.hashes[item.id] for item in todo}, n
+            self.identity, plan.sampling.key(), {plan.hashes[item.id] for item in todo}, n
         )
         graded = 0
         for start in range(0, len(todo), SCORE_CHUNK):
             chunk = todo[start : start + SCORE_CHUNK]
-            answers: dict[str, list[Extracted]] = {}
-            for item in chunk:
-                found = [texts.get((plan.hashes[item.id], sample)) for sample in range(n)]
-                if any(text is None for text in found):
-                    raise RunError(
-                        f"{name}: item {item.id}: the backend returned no completion "
-                        "for some samples"
-                    )
-                answers[item.id] = [self._extract(plan, item, t.text) for t in found if t]
+            answers = {
+                item.id: self._answers(plan, item, missing[item.id], texts) for item in chunk
+            }
             scores = self._score(plan, chunk, answers)
-            store.record_scores(name, (s for item in chunk for s in scores[item.id]))
-            graded += sum(len(scores[item.id]) for item in chunk)
+            # The family numbers each item's verdicts 0..; they are the samples in `missing`.
+            verdicts = [
+                replace(verdict, sample=missing[item.id][position])
+                for item in chunk
+                for position, verdict in enumerate(scores[item.id])
+            ]
+            store.record_scores(name, verdicts)
+            graded += len(verdicts)
             self.events.advance(name, "grade", len(chunk))
         return graded
+
+    def _answers(
+        self,
+        plan: Resolved,
+        item: Item,
+        samples: list[int],
+        texts: dict[tuple[str, int], StoredCompletion],
+    ) -> list[Extracted]:
+        found = [texts.get((plan.hashes[item.id], sample)) for sample in samples]
+        if any(text is None for text in found):
+            raise RunError(
+                f"{plan.bench.name}: item {item.id}: the backend returned no completion "
+                "for some samples"
+            )
+        return [self._extract(plan, item, text.text) for text in found if text is not None]
 
     def _extract(self, plan: Resolved, item: Item, text: str) -> Extracted:
         return tasks.get(item.task).extract(item, text, plan.style, plan.extraction)
@@ -497,9 +689,7 @@ class Runner:
         from codereasoner.models.oracle import NO_TRUTH
 
         name, n = plan.bench.name, self.settings.n
-        texts = store.completions(
-            self.backend.model_id, plan.sampling.key(), set(plan.hashes.values()), n
-        )
+        texts = store.completions(self.identity, plan.sampling.key(), set(plan.hashes.values()), n)
         no_truth = sorted(
             {
                 item.id

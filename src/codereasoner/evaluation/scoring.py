@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import ast
+import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
-from codereasoner import tasks
-from codereasoner.benchmarks import Benchmark
+from codereasoner import benchmarks, tasks, values
+from codereasoner.benchmarks import Benchmark, DataUnavailable
 from codereasoner.evaluation.metrics import Counts, breakdown, item_counts, pass_table
 from codereasoner.execution import Limits, Pool
-from codereasoner.tasks import OFFICIAL_LIMITS, Extracted, Grading, Item, Reason, Score, run_plans
-from codereasoner.tasks.plans import Memo
+from codereasoner.files import replacing
+from codereasoner.models.base import cut_at_stop
+from codereasoner.tasks import (
+    OFFICIAL_LIMITS,
+    Answer,
+    Extracted,
+    Grading,
+    Item,
+    Reason,
+    Score,
+    run_plans,
+)
+from codereasoner.tasks.oracle import NoOracleAnswer
+from codereasoner.tasks.plans import MAX_ANSWER_CHARS, Memo
 
 # Why official and strict verdicts differ, by (official reason, strict reason).
 DISAGREEMENT_NOTES = {
@@ -89,7 +105,8 @@ def check_ks(ks: Sequence[int], answers: Mapping[str, Sequence[Extracted]]) -> N
             raise ValueError(f"--k: values must be at least 1, got {k}")
         if len(fewest[1]) < k:
             raise ValueError(
-                f"pass@{k} needs at least {k} samples per item; {fewest[0]!r} has {len(fewest[1])}"
+                f"--k {k}: pass@{k} needs at least {k} samples per item; {fewest[0]!r} has "
+                f"{len(fewest[1])} (without --k, the pass@k the file supports are reported)"
             )
 
 
@@ -153,3 +170,196 @@ def sandbox_errors(scored: Scored) -> int:
         for scores in scored.scores.values()
         for score in scores
     )
+
+
+# -- warnings about the file as a whole ------------------------------------------------------------
+
+# Verdicts that mean the answer text could not be read as an answer at all.
+PARSE_FAILURES = frozenset(
+    {Reason.NO_ANSWER, Reason.SYNTAX_ERROR, Reason.NOT_LITERAL, Reason.ANSWER_TOO_LONG}
+)
+MOSTLY = 0.9  # the share of samples that makes a warning about the whole file
+
+
+class Shape(StrEnum):
+    """What an answer text looks like, told apart without running it."""
+
+    CALL = "calls of the entry point"
+    VALUE = "literal values"
+    OTHER = "other text"
+
+
+def answer_shape(item: Item, text: str) -> Shape:
+    if len(text) > MAX_ANSWER_CHARS:  # refused by grading before any parsing, too
+        return Shape.OTHER
+    text = text.strip()
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return Shape.OTHER
+    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name):
+        return Shape.CALL if tree.func.id == item.entry else Shape.OTHER
+    try:
+        values.parse(text)
+    except values.ValueParseError:
+        return Shape.OTHER
+    return Shape.VALUE
+
+
+def expected_shape(benchmark: Benchmark, item: Item) -> Shape | None:
+    """The shape of a perfect answer: the task kind's oracle, cut at the benchmark's stop
+    sequences as a generator cuts it, then extracted as the benchmark extracts by default."""
+    kind = tasks.get(item.task)
+    style = benchmark.styles[0]
+    try:
+        oracle = kind.oracle(item, style)
+    except NoOracleAnswer:
+        return None
+    text, _ = cut_at_stop(oracle, benchmark.stop(style, chat=False))
+    extracted = kind.extract(item, text, style, benchmark.extraction)
+    return answer_shape(item, extracted.text) if isinstance(extracted, Answer) else None
+
+
+def shape_fit(
+    benchmark: Benchmark, items: Sequence[Item], answers: Mapping[str, Sequence[Extracted]]
+) -> tuple[float | None, Shape | None]:
+    """The share of the read answers shaped as ``benchmark``'s perfect answers on the items of
+    the same ids (None: no item to compare, or no telling shape such as a call or a value), and
+    the commonest shape of the answers."""
+    by_id = {item.id: item for item in items}
+    fitting = total = 0
+    shapes: Counter[Shape] = Counter()
+    for item_id, samples in answers.items():
+        item = by_id.get(item_id)
+        wanted = None if item is None else expected_shape(benchmark, item)
+        if item is None or wanted in (None, Shape.OTHER):
+            continue
+        for answer in samples:
+            if isinstance(answer, Answer):
+                shape = answer_shape(item, answer.text)
+                shapes[shape] += 1
+                fitting += shape is wanted
+                total += 1
+    commonest = shapes.most_common(1)[0][0] if shapes else None
+    return (fitting / total if total else None), commonest
+
+
+def wrong_task_warning(
+    benchmark: Benchmark,
+    items: Sequence[Item],
+    answers: Mapping[str, Sequence[Extracted]],
+    siblings: Iterable[tuple[Benchmark, Sequence[Item]]],
+) -> str | None:
+    """A warning when the answers are shaped like another benchmark's (of the same data) rather
+    than this one's: e.g. calls ``f(...)`` where values are expected. ``siblings`` (the other
+    benchmarks with their items, such as :func:`same_data`) is read only when they do not fit."""
+    fit, commonest = shape_fit(benchmark, items, answers)
+    if fit is None or fit >= 1 - MOSTLY:
+        return None
+    for sibling, sibling_items in siblings:
+        other_fit, _ = shape_fit(sibling, sibling_items, answers)
+        if other_fit is not None and other_fit >= MOSTLY:
+            return (
+                f"{other_fit:.0%} of the answers look like {sibling.name} answers "
+                f"({(commonest or Shape.OTHER).value}) and only {fit:.0%} like {benchmark.name} "
+                f"answers: is this a {sibling.name} file? (score it with --bench {sibling.name})"
+            )
+    return None
+
+
+def same_data(
+    benchmark: Benchmark, data_dir: Path | None
+) -> Iterator[tuple[Benchmark, list[Item]]]:
+    """The other benchmarks of the same dataset and metric family, with their items where the
+    data is at hand (never downloaded)."""
+    for name in benchmarks.names():
+        other = benchmarks.get(name)
+        if other is benchmark or (other.dataset, other.metrics) != (
+            benchmark.dataset,
+            benchmark.metrics,
+        ):
+            continue
+        try:
+            yield other, other.load(data_dir, download=False)
+        except DataUnavailable:
+            continue
+
+
+def stop_sequences(benchmark: Benchmark) -> list[str]:
+    """Every stop sequence the benchmark declares (raw, chat and per style), each once."""
+    declared = benchmark.stops
+    found = [*declared.raw, *(declared.chat or ())]
+    found += [stop for stops in declared.styles.values() for stop in stops]
+    return list(dict.fromkeys(stop for stop in found if stop.strip()))
+
+
+def parse_failure_warning(
+    benchmark: Benchmark, scores: Mapping[str, Sequence[Score]], fmt: str
+) -> str | None:
+    """A warning with a hint when nearly every sample failed to parse (a file problem, not the
+    model's answers): a stop sequence left in the answers, or the wrong extraction."""
+    verdicts = [score for samples in scores.values() for score in samples]
+    failed = [score for score in verdicts if score.reason in PARSE_FAILURES]
+    if not verdicts or len(failed) < MOSTLY * len(verdicts):
+        return None
+    reason, count = Counter(score.reason.value for score in failed).most_common(1)[0]
+    head = (
+        f"{len(failed):,} of {len(verdicts):,} samples failed to parse "
+        f"(commonest: {reason}, {count:,})"
+    )
+    return f"{head}: {_parse_hint(benchmark, failed, fmt)}"
+
+
+def _parse_hint(benchmark: Benchmark, failed: Sequence[Score], fmt: str) -> str:
+    texts = [score.answer or "" for score in failed]
+    for stop in stop_sequences(benchmark):
+        if sum(stop in text for text in texts) >= len(texts) / 2:
+            return (
+                f"the answers contain the stop sequence {stop!r}; cut completions at "
+                f"{benchmark.name}'s stop sequences (generators stop before them) and score again"
+            )
+    if fmt == "official":
+        return (
+            "official-format answers must be extracted answers; give raw completions as JSON "
+            "Lines 'completion' fields"
+        )
+    return "check --style and --extraction (e.g. --extraction robust) for these completions"
+
+
+# -- per-sample results ---------------------------------------------------------------------------
+
+
+def sample_results(
+    items: Sequence[Item],
+    scores: Mapping[str, Sequence[Score]],
+    also: Mapping[str, Mapping[str, Sequence[Score]]] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """One record per item and sample, in item order: the verdict under the chosen grading and,
+    keyed by name, the verdicts of ``also`` (e.g. ``strict``)."""
+    others = also or {}
+    for item in items:
+        for index, verdict in enumerate(scores.get(item.id, ())):
+            record = {"id": item.id, "sample": index, "task": item.task}
+            record |= {"answer": verdict.answer, **_verdict(verdict)}
+            for name, other in others.items():
+                record[name] = _verdict(other[item.id][index])
+            yield record
+
+
+def _verdict(score: Score) -> dict[str, Any]:
+    return {
+        "correct": score.correct and not score.skipped,
+        "reason": score.reason.value,
+        "detail": score.detail,
+        "skipped": score.skipped,
+    }
+
+
+def write_results(path: Path, records: Iterable[Mapping[str, Any]]) -> int:
+    """Write JSON Lines atomically (a crash leaves the old file or none); the number written."""
+    count = 0
+    with replacing(path) as temporary, temporary.open("w", encoding="utf-8") as stream:
+        for record in records:
+            stream.write(json.dumps(record) + "\n")
+            count += 1
+    return count

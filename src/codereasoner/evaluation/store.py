@@ -5,13 +5,15 @@ any point (``kill -9`` included) resumes without redoing or duplicating work. Pr
 every write idempotent.
 
 Tables
-- ``run``: one row: ``id``, ``model`` (the backend's model_id), ``created``, ``updated``
+- ``run``: one row: ``id``, ``model`` (the run's model identity:
+  :func:`codereasoner.models.base.model_identity`, the backend's model id without a server URL,
+  e.g. ``openai:NAME``; stores written before held the whole id), ``created``, ``updated``
   (unix seconds), ``config`` (JSON: benchmarks, n, sampling, style, extraction, grading, ...),
   ``status`` (``running``, ``done``, ``failed``), ``message`` (the failure, one line).
 - ``prompts``: ``hash`` (see :func:`codereasoner.models.base.prompt_hash`), ``text``, ``chat``,
   ``system``.
-- ``completions``: the completion cache, keyed by (``model``, ``prompt_hash``, ``sampling``,
-  ``sample``); ``text``, ``finish_reason``, ``prompt_tokens``, ``completion_tokens``,
+- ``completions``: the completion cache, keyed by (``model`` (the identity, as in ``run``),
+  ``prompt_hash``, ``sampling``, ``sample``); ``text``, ``finish_reason``, ``prompt_tokens``, ``completion_tokens``,
   ``latency_s``, ``created``.
 - ``items``: (``benchmark``, ``item_id``) -> ``task``, ``prompt_hash``, ``truth`` (gold text),
   ``category`` (the benchmark's breakdown key's value), ``metadata`` (JSON).
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codereasoner.models.base import Completion
+from codereasoner.models.base import Completion, model_identity
 from codereasoner.tasks import Reason, Score
 
 SCHEMA_VERSION = 1
@@ -183,7 +185,11 @@ class RunStore:
         return RunRow(model, json.loads(config), status, message, created, updated)
 
     def start_run(self, model: str, config: Mapping[str, Any]) -> None:
-        """Create the run row, or update its config and mark it running again."""
+        """Create the run row, or update its config and mark it running again. ``model``: a
+        model id or identity; the row and the cached completions keep its identity (completions
+        an older store cached under the whole id, server URL included, are re-keyed)."""
+        model = model_identity(model)
+        self._rekey_completions(model)
         now = time.time()
         text = json.dumps(config, sort_keys=True)
         with self.lock, self.connection:
@@ -194,6 +200,20 @@ class RunStore:
                 "status='running', message=''",
                 (RUN_ID, model, now, now, text),
             )
+
+    def _rekey_completions(self, identity: str) -> None:
+        """Completions stored under a model id whose identity is ``identity`` (an older store's
+        ``openai:NAME@URL``) re-keyed to the identity, in one transaction."""
+        stored = [row[0] for row in self._read("SELECT DISTINCT model FROM completions")]
+        old = [m for m in stored if m != identity and model_identity(m) == identity]
+        if not old:
+            return
+        with self.lock, self.connection:
+            for model in old:
+                self.connection.execute(
+                    "UPDATE OR IGNORE completions SET model=? WHERE model=?", (identity, model)
+                )
+                self.connection.execute("DELETE FROM completions WHERE model=?", (model,))
 
     def update_config(self, config: Mapping[str, Any]) -> None:
         self._write(
@@ -222,7 +242,9 @@ class RunStore:
     def record_completions(
         self, model: str, prompt_hash: str, sampling: str, completions: Sequence[Completion]
     ) -> None:
-        """One request's completions, in one transaction (first write wins on a re-run)."""
+        """One request's completions, in one transaction (first write wins on a re-run);
+        ``model``: a model id or identity, stored as the identity."""
+        model = model_identity(model)
         now = time.time()
         self._write(
             "INSERT OR IGNORE INTO completions (model, prompt_hash, sampling, sample, text, "
@@ -246,11 +268,13 @@ class RunStore:
         )
 
     def cached_samples(self, model: str, sampling: str, n: int) -> dict[str, set[int]]:
-        """Sample indices below ``n`` already stored, per prompt hash."""
+        """Sample indices below ``n`` already stored, per prompt hash (``model``: a model id or
+        identity, see :meth:`completions`)."""
         found: dict[str, set[int]] = {}
         rows = self._read(
-            "SELECT prompt_hash, sample FROM completions WHERE model=? AND sampling=? AND sample<?",
-            (model, sampling, n),
+            "SELECT prompt_hash, sample FROM completions WHERE model IN (?, ?) AND sampling=? "
+            "AND sample<?",
+            (model_identity(model), model, sampling, n),
         )
         for prompt_hash, sample in rows:
             found.setdefault(prompt_hash, set()).add(sample)
@@ -259,12 +283,14 @@ class RunStore:
     def completions(
         self, model: str, sampling: str, hashes: Iterable[str], n: int
     ) -> dict[tuple[str, int], StoredCompletion]:
-        """The stored completions of ``hashes`` with sample < ``n``, by (hash, sample)."""
+        """The stored completions of ``hashes`` with sample < ``n``, by (hash, sample).
+        ``model``: a model id or its identity (both find the completions cached under the
+        identity; an older store's, not resumed since, are found under the whole id)."""
         wanted = set(hashes)
         rows = self._read(
             "SELECT prompt_hash, sample, text, finish_reason FROM completions "
-            "WHERE model=? AND sampling=? AND sample<?",
-            (model, sampling, n),
+            "WHERE model IN (?, ?) AND sampling=? AND sample<?",
+            (model_identity(model), model, sampling, n),
         )
         return {(row[0], row[1]): StoredCompletion(*row) for row in rows if row[0] in wanted}
 

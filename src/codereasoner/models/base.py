@@ -28,6 +28,11 @@ class BackendError(RuntimeError):
     """
 
 
+class BackendUnavailable(BackendError):
+    """A failure a later attempt may get past: the model stopped answering (a server gone away
+    or overloaded past every retry). Work already reported stays; re-running resumes."""
+
+
 class SpecError(ValueError):
     """A model spec string that does not parse."""
 
@@ -98,7 +103,8 @@ class Backend(Protocol):
 
     @property
     def model_id(self) -> str:
-        """A stable name for the model: the cache key's model part (e.g. ``openai:NAME@URL``)."""
+        """A stable name for the model and where it is served (e.g. ``openai:NAME@URL``); a
+        run's identity is this without the server URL (:func:`model_identity`)."""
         ...
 
     def generate(self, requests: Sequence[Request], on_result: OnResult) -> None:
@@ -129,6 +135,19 @@ class ModelSpec:
     def __str__(self) -> str:
         text = f"{self.kind}:{self.name}" if self.name else self.kind
         return f"{text}@{self.url}" if self.url else text
+
+
+def model_identity(model_id: str) -> str:
+    """What a run is of: the model id without the server it is reached at. An ``@URL`` suffix
+    with an http(s) URL (``openai:NAME@URL``) names where the model is served, not which
+    model, so ``openai:qwen@http://node17:8000/v1`` and ``openai:qwen@http://node18:8000/v1``
+    are both ``openai:qwen``: a run moved to another host or port resumes. Other ids
+    (``hf:PATH``, ``vllm:PATH``, ``oracle``) are their own identity. The run store keys its
+    run and its completion cache by this."""
+    name, at, url = model_id.rpartition("@")
+    if at and name and url.startswith(("http://", "https://")):
+        return name
+    return model_id
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:

@@ -11,8 +11,13 @@ One event loop and one ``ClientSession`` per :meth:`OpenAIBackend.generate` call
   when a server returns fewer choices (some ignore ``n``).
 
 Retries: 408, 429, 5xx, connection errors and timeouts are retried up to ``max_retries`` times
-with exponential backoff and full jitter, or after ``Retry-After`` when the server sends it.
-401/403 (key), 404 (model or URL) and other 4xx raise :class:`BackendError` at once.
+with exponential backoff and full jitter, or after ``Retry-After`` when the server sends it;
+when they are spent, :class:`BackendUnavailable` (a re-run may get past it). 401/403 (key),
+404 (model or URL) and other 4xx raise :class:`BackendError` at once (a re-run cannot). When
+every attempt has been failing for ``warn_after_s`` (10 s), a warning naming the URL and the
+last error goes to the ``codereasoner.models.openai`` logger (``codereasoner eval`` prints it on
+stderr), and again every ``warn_every_s`` (30 s) while the failures go on (never on a
+request's last attempt: giving up is said by the error).
 
 Token counts come from ``usage``: the completion tokens of a call with several choices are
 shared out among them in proportion to their text lengths (exact when ``n=1``).
@@ -23,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
 import os
 import random
 import time
@@ -34,6 +40,7 @@ import aiohttp
 
 from codereasoner.models.base import (
     BackendError,
+    BackendUnavailable,
     Completion,
     OnResult,
     Request,
@@ -42,6 +49,7 @@ from codereasoner.models.base import (
 )
 
 RETRYABLE = frozenset({408, 409, 425, 429})
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -126,7 +134,9 @@ class OpenAIBackend:
     request, default 600), ``connect_timeout_s`` (10), ``max_retries`` (8), ``backoff_s``
     (first backoff ceiling, 1.0, doubling up to ``backoff_max_s``, 60), ``api_key_env`` (the
     environment variable holding the key, ``OPENAI_API_KEY``; unset means no key is sent),
-    ``extra_body`` (fields added to every request body, e.g. ``{"top_k": 20}``).
+    ``extra_body`` (fields added to every request body, e.g. ``{"top_k": 20}``),
+    ``warn_after_s`` and ``warn_every_s`` (when to warn about failures that go on, see the
+    module).
     """
 
     def __init__(
@@ -142,6 +152,8 @@ class OpenAIBackend:
         backoff_max_s: float = 60.0,
         api_key_env: str = "OPENAI_API_KEY",
         extra_body: dict[str, Any] | None = None,
+        warn_after_s: float = 10.0,
+        warn_every_s: float = 30.0,
     ) -> None:
         if concurrency < 1:
             raise BackendError(f"concurrency {concurrency}: expected a positive number")
@@ -160,12 +172,17 @@ class OpenAIBackend:
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._random = random.Random()
+        self.warn_after_s = warn_after_s
+        self.warn_every_s = warn_every_s
+        self._failing_since: float | None = None  # monotonic time of the first failure in a row
+        self._warned_at: float | None = None
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIBackend({self.model_id!r}, concurrency={self.concurrency})"
 
     @property
     def model_id(self) -> str:
+        """``openai:NAME@URL``; a run's identity is ``openai:NAME`` (the URL may change)."""
         return f"openai:{self.name}@{self.url}"
 
     def close(self) -> None:
@@ -371,7 +388,9 @@ class OpenAIBackend:
                     status = response.status
                     raw = await response.read()
                     if status == 200:
-                        return json.loads(raw)
+                        reply: dict[str, Any] = json.loads(raw)
+                        self._note_success()
+                        return reply
                     wait = _retry_after(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as exc:
                 last = _describe(exc)
@@ -382,9 +401,34 @@ class OpenAIBackend:
                     self._raise_for(status, raw, path)
                 last = f"HTTP {status} ({_error_message(raw)})"
             if attempt == self.max_retries:
-                break
+                break  # no "still retrying" warning right before giving up
+            self._note_failure(url, last)
             await asyncio.sleep(self._backoff(attempt, wait))
-        raise BackendError(f"{url}: gave up after {self.max_retries + 1} attempts; last: {last}")
+        raise BackendUnavailable(
+            f"{url}: gave up after {self.max_retries + 1} attempts; last: {last}"
+        )
+
+    def _note_failure(self, url: str, last: str) -> None:
+        """Warn when the attempts have all been failing for a while (a server gone away)."""
+        now = time.monotonic()
+        if self._failing_since is None:
+            self._failing_since = now
+        failing = now - self._failing_since
+        due = self._warned_at is None or now - self._warned_at >= self.warn_every_s
+        if failing >= self.warn_after_s and due:
+            self._warned_at = now
+            log.warning(
+                "%s: every request has failed for %.0f s, still retrying (last: %s); is the "
+                "server still up?",
+                url,
+                failing,
+                last,
+            )
+
+    def _note_success(self) -> None:
+        if self._warned_at is not None:
+            log.info("%s: the server answers again", self.url)
+        self._failing_since = self._warned_at = None
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:

@@ -7,6 +7,12 @@ choices, stop sequences, ``max_tokens`` (``finish_reason`` ``length``) and ``usa
 (one token per word or punctuation mark). Counters (requests, completions, failures, the most
 requests in flight at once) are readable from the parent.
 
+With recorded completions (:class:`Recorded`, ``--completions FILE``: JSON Lines of
+``{"prompt" | "prompt_hash", "sample", "completion"}``, e.g. what ``codereasoner
+export-generations`` writes), each choice is answered with the text recorded for its prompt and
+sample; a choice with no record gets HTTP 400 naming the prompt hash (or, with ``missing="echo"``,
+the echo reply).
+
 In-process, on a background thread::
 
     with ReplayServer(latency_s=0.2, failures=(429, 503)) as server:
@@ -40,12 +46,12 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
 
-from codereasoner.models.base import cut_at_stop
+from codereasoner.models.base import cut_at_stop, prompt_hash
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -84,6 +90,75 @@ def echo_reply(query: Query) -> str:
     return f"echo {digest} choice {query.choice}: {tail}"
 
 
+MISSING = ("error", "echo")  # what a choice with no recorded completion gets
+
+
+def query_hash(query: Query) -> str:
+    """The prompt hash the run store records for what this request asked (the prompt, chat or
+    raw, and a chat's system message), as :func:`codereasoner.models.base.prompt_hash`."""
+    system = None
+    for message in query.messages or ():
+        if message.get("role") == "system":
+            system = message.get("content")
+    return prompt_hash(query.prompt, query.chat, system)
+
+
+class Recorded:
+    """Completions recorded per prompt hash, in sample order; read with :meth:`load`."""
+
+    def __init__(self, texts: dict[str, dict[int, str]]) -> None:
+        self.texts = texts
+
+    def __len__(self) -> int:
+        return sum(len(samples) for samples in self.texts.values())
+
+    def lookup(self, query: Query) -> str | None:
+        return self.texts.get(query_hash(query), {}).get(query.choice)
+
+    @classmethod
+    def load(cls, path: str) -> Recorded:
+        """Read JSON Lines records ``{"prompt": TEXT}`` (a raw prompt; hashed as one) or
+        ``{"prompt_hash": HASH}``, with ``"completion"`` and an optional ``"sample"`` (default:
+        the next one of that prompt). Raises ValueError with a one-line message."""
+        try:
+            with open(path, encoding="utf-8") as handle:
+                lines = handle.read().split("\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"--completions {path}: cannot read ({exc})") from None
+        texts: dict[str, dict[int, str]] = {}
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                key, sample, text = _record(f"{path}:{number}", line, texts)
+                texts.setdefault(key, {})[sample] = text
+        if not texts:
+            raise ValueError(f"--completions {path}: no records; expected JSON Lines")
+        return cls(texts)
+
+
+def _record(where: str, line: str, seen: dict[str, dict[int, str]]) -> tuple[str, int, str]:
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{where}: invalid JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: expected a JSON object")
+    if isinstance(record.get("prompt_hash"), str):
+        key = record["prompt_hash"]
+    elif isinstance(record.get("prompt"), str):
+        key = prompt_hash(record["prompt"])
+    else:
+        raise ValueError(f"{where}: give 'prompt_hash' or 'prompt' as a string")
+    text = record.get("completion")
+    if not isinstance(text, str):
+        raise ValueError(f"{where}: field 'completion' must be a string")
+    sample = record.get("sample", len(seen.get(key, {})))
+    if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
+        raise ValueError(f"{where}: field 'sample' must be an integer >= 0, got {sample!r}")
+    if sample in seen.get(key, {}):
+        raise ValueError(f"{where}: duplicate sample {sample} of prompt {key[:12]}")
+    return key, sample, text
+
+
 def cut_at_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
     """``text`` limited to ``max_tokens`` replay tokens, and whether it was cut."""
     matches = list(TOKEN.finditer(text))
@@ -106,7 +181,10 @@ class ReplayApp:
     - ``retry_after_s``: sent as ``Retry-After`` with 429 and 503;
     - ``api_key``: required as ``Authorization: Bearer KEY`` (401 otherwise);
     - ``model``: the only model name served (404 for others);
-    - ``max_choices``: serve at most this many choices, whatever ``n`` asks.
+    - ``max_choices``: serve at most this many choices, whatever ``n`` asks;
+    - ``recorded``: answer from these recorded completions (:class:`Recorded`) instead of
+      ``reply``; ``missing``: what a choice without a record gets, ``error`` (HTTP 400 naming
+      the prompt hash) or ``echo`` (``reply``'s text).
     """
 
     def __init__(
@@ -119,8 +197,14 @@ class ReplayApp:
         api_key: str | None = None,
         model: str = "replay",
         max_choices: int | None = None,
+        recorded: Recorded | None = None,
+        missing: str = "error",
     ) -> None:
+        if missing not in MISSING:
+            raise ValueError(f"missing {missing!r}: expected one of {', '.join(MISSING)}")
         self.reply = reply
+        self.recorded = recorded
+        self.missing = missing
         self.max_choices = max_choices
         self.latency_s = latency_s
         self.failures = failures
@@ -238,18 +322,39 @@ class ReplayApp:
             await asyncio.sleep(latency)
         if (status := self._scripted_failure(key)) is not None:
             return self._error(status, f"scripted failure {status}", "server_error")
+        if (unrecorded := self._unrecorded(Query(prompt, messages, params, 0))) is not None:
+            return unrecorded
         return web.json_response(self._body(prompt, messages, params, chat))
 
-    def _body(self, prompt: str, messages: list | None, params: dict, chat: bool) -> dict[str, Any]:
+    def _choices(self, params: dict[str, Any]) -> int:
         n = int(params.get("n") or 1)
-        if self.max_choices is not None:  # like servers that ignore or cap ``n``
-            n = min(n, self.max_choices)
+        return n if self.max_choices is None else min(n, self.max_choices)
+
+    def _unrecorded(self, query: Query) -> web.Response | None:
+        """HTTP 400 when recorded completions are served and one of the choices has none."""
+        if self.recorded is None or self.missing != "error":
+            return None
+        for choice in range(self._choices(query.params)):
+            if self.recorded.lookup(replace(query, choice=choice)) is None:
+                message = (
+                    f"replay: no recorded completion for prompt sha256 {query_hash(query)} "
+                    f"sample {choice}"
+                )
+                return self._error(400, message, "invalid_request_error")
+        return None
+
+    def _text(self, query: Query) -> str:
+        recorded = None if self.recorded is None else self.recorded.lookup(query)
+        return self.reply(query) if recorded is None else recorded
+
+    def _body(self, prompt: str, messages: list | None, params: dict, chat: bool) -> dict[str, Any]:
+        n = self._choices(params)  # max_choices: like servers that ignore or cap ``n``
         stop = params.get("stop") or ()
         stop = (stop,) if isinstance(stop, str) else tuple(stop)
         max_tokens = params.get("max_tokens")
         choices, completion_tokens = [], 0
         for index in range(n):
-            text = self.reply(Query(prompt, messages, params, index))
+            text = self._text(Query(prompt, messages, params, index))
             text, stopped = cut_at_stop(text, stop)
             cut = False
             if max_tokens is not None:
@@ -362,7 +467,8 @@ class ReplayProcess:
     """``python -m codereasoner.models.replay_server`` in a child process; a context manager.
 
     Options: ``latency_s``, ``fail`` (statuses for each prompt's first attempts),
-    ``retry_after_s``, ``api_key``, ``model``. :meth:`stats` reads the child's counters.
+    ``retry_after_s``, ``api_key``, ``model``, ``completions`` (a recorded-completions file)
+    and ``missing``. :meth:`stats` reads the child's counters.
     """
 
     def __init__(
@@ -373,9 +479,13 @@ class ReplayProcess:
         retry_after_s: float | None = None,
         api_key: str | None = None,
         model: str = "replay",
+        completions: str | os.PathLike[str] | None = None,
+        missing: str = "error",
     ) -> None:
         self.command = [sys.executable, "-m", "codereasoner.models.replay_server", "--port", "0"]
         self.command += ["--latency", str(latency_s), "--model", model]
+        if completions is not None:
+            self.command += ["--completions", os.fspath(completions), "--missing", missing]
         if fail:
             self.command += ["--fail", ",".join(str(status) for status in fail)]
         if retry_after_s is not None:
@@ -443,7 +553,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run the replay server in the foreground until interrupted."""
     parser = argparse.ArgumentParser(
         prog="python -m codereasoner.models.replay_server",
-        description="A scripted OpenAI-compatible server (echo replies) on 127.0.0.1.",
+        description="A scripted OpenAI-compatible server on 127.0.0.1: echo replies, or the "
+        "completions recorded in --completions.",
     )
     parser.add_argument("--port", type=int, default=8001, help="0 picks a free port")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
@@ -455,7 +566,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--api-key-env", default=None, help="require the key held in this environment variable"
     )
+    parser.add_argument(
+        "--completions",
+        default=None,
+        help='answer from this JSON Lines file of {"prompt" | "prompt_hash", "sample", '
+        '"completion"} records (e.g. a codereasoner export-generations file)',
+    )
+    parser.add_argument(
+        "--missing",
+        choices=MISSING,
+        default="error",
+        help="with --completions: what a prompt with no record gets (HTTP 400, or the echo)",
+    )
     args = parser.parse_args(argv)
+    recorded = None
+    if args.completions is not None:
+        try:
+            recorded = Recorded.load(args.completions)
+        except ValueError as exc:
+            parser.error(str(exc))
     try:
         failures = tuple(int(part) for part in args.fail.split(",") if part.strip())
     except ValueError:
@@ -469,6 +598,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         retry_after_s=args.retry_after,
         api_key=api_key,
         model=args.model,
+        recorded=recorded,
+        missing=args.missing,
     )
     try:
         sock = _listening_socket("127.0.0.1", args.port)

@@ -1,7 +1,8 @@
 """The summary of a synthesis run, computed from its output files and settings (so a resumed
 run's summary is the same as an uninterrupted one's): counts by stage, drop reasons, how
 decontamination was done (rule, benchmarks checked and missing, or why it was skipped), methods
-covered, and the distributions of methods, nesting depth, code lines and trace length, saved as
+covered, the distributions of methods (originals and mutants), nesting depth, code lines, trace
+length and output values (with the share of trivial outputs such as ``0`` or ``[]``), saved as
 JSON and a plot."""
 
 from __future__ import annotations
@@ -13,9 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codereasoner.synth.writer import write_atomic
+from codereasoner.files import replacing, write_atomic
 
 STAGES = ("parse", "static", "dedup", "decontam", "execution", "determinism", "mutation")
+
+# Drops that are the design working, not a filter rejecting: a mutant that adds something new but
+# is over the --mutants cap. The plot leaves them out so that the real rejections show.
+BY_DESIGN_DROPS = ("mutation/not_selected",)
+
+# Outputs that say little about the program (a model guessing them is often right by luck).
+TRIVIAL_OUTPUTS = ("0", "1", "''", "[]", "{}", "()", "set()", "None", "False", "True")
+TOP_OUTPUTS = 10
 
 
 @dataclass
@@ -65,6 +74,8 @@ def catalog_methods() -> list[str]:
 def compute(out_dir: Path, settings: Mapping[str, Any]) -> dict[str, Any]:
     """The summary of the run in ``out_dir`` (see the module docstring)."""
     methods: Counter[str] = Counter()
+    mutant_methods: Counter[str] = Counter()
+    outputs: Counter[str] = Counter()
     depth: Counter[int] = Counter()
     controls: Counter[str] = Counter()
     lines: list[int] = []
@@ -75,9 +86,11 @@ def compute(out_dir: Path, settings: Mapping[str, Any]) -> dict[str, Any]:
         set_order_checked += bool(record["exec"].get("set_order_checked"))
         if record.get("mutation"):
             mutants += 1
+            mutant_methods[record["method"]] += 1
         else:
             originals += 1
         methods[record["method"]] += 1
+        outputs[record["output"]] += 1
         depth[int(record["constraints"]["depth"])] += 1
         controls.update(record["constraints"]["control"])
         lines.append(record["code"].count("\n") + 1)
@@ -104,12 +117,15 @@ def compute(out_dir: Path, settings: Mapping[str, Any]) -> dict[str, Any]:
         "dropped_by_stage": {stage: by_stage[stage] for stage in STAGES if by_stage[stage]}
         | {stage: count for stage, count in sorted(by_stage.items()) if stage not in STAGES},
         "drop_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "by_design_drops": {reason: reasons[reason] for reason in BY_DESIGN_DROPS},
         "methods": {
             "covered": len(known) - len(missing),
             "total": len(known),
             "missing": missing,
             "counts": dict(sorted(methods.items())),
         },
+        "by_type": by_type(methods, mutant_methods),
+        "outputs": output_summary(outputs),
         "depth": {str(key): depth[key] for key in sorted(depth)},
         "control": dict(sorted(controls.items())),
         "code_lines": _stats(lines),
@@ -120,6 +136,45 @@ def compute(out_dir: Path, settings: Mapping[str, Any]) -> dict[str, Any]:
         "distributions": {
             "code_lines": dict(sorted(Counter(lines).items())),
             "trace_steps": _bucket(steps),
+        },
+    }
+
+
+def _share(count: int, total: int) -> float:
+    return round(count / total, 4) if total else 0.0
+
+
+def by_type(methods: Mapping[str, int], mutant_methods: Mapping[str, int]) -> dict[str, Any]:
+    """Cases per method type (``str``, ``list``, ...), originals and mutants apart."""
+    split: dict[str, dict[str, int]] = {}
+    for name, count in sorted(methods.items()):
+        row = split.setdefault(name.split(".")[0], {"originals": 0, "mutants": 0})
+        mutants = mutant_methods.get(name, 0)
+        row["originals"] += count - mutants
+        row["mutants"] += mutants
+    return split
+
+
+def output_summary(outputs: Counter[str]) -> dict[str, Any]:
+    """The output-value distribution: distinct values, the most common ones with their share,
+    and how many outputs are trivial (:data:`TRIVIAL_OUTPUTS`)."""
+    total = sum(outputs.values())
+    trivial = {value: outputs[value] for value in TRIVIAL_OUTPUTS if outputs[value]}
+    trivial_count = sum(trivial.values())
+    return {
+        "total": total,
+        "distinct": len(outputs),
+        "top": [
+            {"value": value, "count": count, "share": _share(count, total)}
+            for value, count in sorted(outputs.items(), key=lambda kv: (-kv[1], kv[0]))[
+                :TOP_OUTPUTS
+            ]
+        ],
+        "trivial": {
+            "values": list(TRIVIAL_OUTPUTS),
+            "count": trivial_count,
+            "share": _share(trivial_count, total),
+            "by_value": trivial,
         },
     }
 
@@ -169,8 +224,13 @@ def write_summary(out_dir: Path, settings: Mapping[str, Any]) -> Summary:
     return Summary(data, paths=paths)
 
 
+BLUE, ORANGE, RED = "#4f81bd", "#f79646", "#c0504d"
+
+
 def plot(data: Mapping[str, Any], path: Path) -> bool:
-    """Four panels: methods per type, depth, code lines, trace steps; plus drop reasons."""
+    """Six panels, each with axis labels and a count on every bar: cases per method type
+    (originals and mutants), nesting depth, code lines, trace length, the most common outputs
+    (with the trivial share) and the drop reasons (those by design left out, and said so)."""
     try:
         import matplotlib
 
@@ -178,34 +238,86 @@ def plot(data: Mapping[str, Any], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - matplotlib is a core dependency
         return False
-    per_type: Counter[str] = Counter()
-    for name, count in data["methods"]["counts"].items():
-        per_type[name.split(".")[0]] += count
-    panels = [
-        ("cases per type (methods)", dict(sorted(per_type.items()))),
-        ("control nesting depth", data["depth"]),
-        ("code lines", {str(k): v for k, v in data["distributions"]["code_lines"].items()}),
-        ("trace length (line steps)", data["distributions"]["trace_steps"]),
-        ("drop reasons (top 10)", dict(list(data["drop_reasons"].items())[:10])),
-    ]
-    figure, axes = plt.subplots(len(panels), 1, figsize=(9, 3.2 * len(panels)))
-    for axis, (title, counts) in zip(axes, panels, strict=True):
-        labels = list(counts)
-        if title.startswith("drop"):
-            axis.barh(labels[::-1], [counts[k] for k in labels][::-1], color="#c0504d")
-        else:
-            axis.bar(labels, [counts[k] for k in labels], color="#4f81bd")
-            axis.tick_params(axis="x", labelrotation=45 if len(labels) > 8 else 0)
-        axis.set_title(title)
+    figure, grid = plt.subplots(3, 2, figsize=(15, 13))
+    axes = list(grid.flat)
+    _types_panel(axes[0], data["by_type"])
+    _bars(axes[1], data["depth"], "control nesting depth", ("depth", "cases"))
+    code_lines = {str(k): v for k, v in data["distributions"]["code_lines"].items()}
+    _bars(axes[2], code_lines, "code lines per case", ("lines of code", "cases"))
+    steps = data["distributions"]["trace_steps"]
+    _bars(axes[3], steps, "trace length", ("line steps traced", "cases"))
+    _outputs_panel(axes[4], data["outputs"])
+    _drops_panel(axes[5], data["drop_reasons"])
     kept = data["kept"]
     figure.suptitle(
-        f"synth: {kept['total']} cases ({kept['originals']} originals, "
-        f"{kept['mutants']} mutants); {data['methods']['covered']}/"
-        f"{data['methods']['total']} methods"
+        f"synth: {kept['total']:,} cases ({kept['originals']:,} originals, "
+        f"{kept['mutants']:,} mutants) from {data['originals']['generated']:,} candidates; "
+        f"{data['methods']['covered']}/{data['methods']['total']} methods",
+        fontsize=14,
     )
-    figure.tight_layout(rect=(0, 0, 1, 0.985))
-    tmp = path.with_name(path.name + ".tmp.png")
-    figure.savefig(tmp, dpi=80, metadata={"Software": None})
+    figure.tight_layout(rect=(0, 0, 1, 0.97))
+    with replacing(path) as temporary:
+        figure.savefig(temporary, format="png", dpi=90, metadata={"Software": None})
     plt.close(figure)
-    tmp.replace(path)
     return True
+
+
+def _label(axis: Any, title: str, x: str, y: str) -> None:
+    axis.set_title(title, fontsize=12)
+    axis.set_xlabel(x)
+    axis.set_ylabel(y)
+
+
+def _bars(axis: Any, counts: Mapping[str, int], title: str, names: tuple[str, str]) -> None:
+    labels = list(counts)
+    bars = axis.bar(labels, [counts[k] for k in labels], color=BLUE)
+    axis.bar_label(bars, fmt="{:,.0f}", fontsize=8)
+    axis.tick_params(axis="x", labelrotation=45 if len(labels) > 8 else 0)
+    _label(axis, title, *names)
+
+
+def _types_panel(axis: Any, split: Mapping[str, Mapping[str, int]]) -> None:
+    types = list(split)
+    positions = range(len(types))
+    width = 0.4
+    for offset, key, color in ((-width / 2, "originals", BLUE), (width / 2, "mutants", ORANGE)):
+        values = [split[name][key] for name in types]
+        bars = axis.bar([p + offset for p in positions], values, width, label=key, color=color)
+        axis.bar_label(bars, fmt="{:,.0f}", fontsize=8)
+    axis.set_xticks(list(positions), types, rotation=30, ha="right")
+    axis.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)
+    _label(axis, "cases per method type: originals and mutants", "method type", "cases")
+
+
+def _outputs_panel(axis: Any, outputs: Mapping[str, Any]) -> None:
+    top = outputs["top"][::-1]
+    labels = [_short(entry["value"]) for entry in top]
+    bars = axis.barh(labels, [entry["count"] for entry in top], color=BLUE)
+    axis.bar_label(bars, [f"{entry['count']:,} ({entry['share']:.1%})" for entry in top])
+    trivial = outputs["trivial"]
+    _label(
+        axis,
+        f"most common outputs ({outputs['distinct']:,} distinct of {outputs['total']:,}); "
+        f"trivial outputs: {trivial['share']:.1%}",
+        "cases",
+        "output value",
+    )
+    axis.margins(x=0.25)
+
+
+def _drops_panel(axis: Any, reasons: Mapping[str, int]) -> None:
+    left_out = {reason: reasons[reason] for reason in BY_DESIGN_DROPS if reasons.get(reason)}
+    shown = [(reason, count) for reason, count in reasons.items() if reason not in left_out][:10]
+    shown.reverse()
+    bars = axis.barh([reason for reason, _ in shown], [count for _, count in shown], color=RED)
+    axis.bar_label(bars, fmt="{:,.0f}", fontsize=8)
+    title = "drop reasons (top 10)"
+    if left_out:
+        by_design = ", ".join(f"{reason} ({count:,})" for reason, count in left_out.items())
+        title += f"\nnot shown, by design: {by_design}"
+    _label(axis, title, "candidates dropped", "stage/reason")
+    axis.margins(x=0.15)
+
+
+def _short(value: str, width: int = 24) -> str:
+    return value if len(value) <= width else value[: width - 1] + "…"

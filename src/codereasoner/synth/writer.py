@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from codereasoner.files import write_atomic
+
 DATA_FILES = ("cases.jsonl", "dropped.jsonl", "audit.jsonl", "generations.jsonl")
 # created even when empty (generations.jsonl only exists for runs whose source logs replies)
 ALWAYS = ("cases.jsonl", "dropped.jsonl", "audit.jsonl")
@@ -30,6 +32,22 @@ class OutputError(ValueError):
 
 class FolderBusy(OutputError):
     """Another process is writing into the output folder; the message is one line."""
+
+
+class SettingsChanged(OutputError):
+    """The output directory holds a run with other settings; ``changed`` maps each setting that
+    differs to its value there and its value now (``None``: not set)."""
+
+    def __init__(self, folder: Path, changed: Mapping[str, tuple[Any, Any]]) -> None:
+        self.folder = folder
+        self.changed = dict(changed)
+        detail = ", ".join(
+            f"{key}: {there!r} there, {now!r} now" for key, (there, now) in changed.items()
+        )
+        super().__init__(
+            f"{folder}: holds a run with other settings ({detail}); "
+            "use another --out or the same settings to resume"
+        )
 
 
 LOCK_FILE = ".lock"
@@ -59,26 +77,6 @@ def exclusive(folder: Path) -> Iterator[None]:
 def dump_line(record: Mapping[str, Any]) -> str:
     """One JSONL line: compact, ASCII-only, keys in the order given (deterministic)."""
     return json.dumps(record, ensure_ascii=True, separators=(", ", ": ")) + "\n"
-
-
-def fsync_path(path: Path) -> None:
-    """fsync a file or a folder (a folder: so that a rename into it is durable)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that a crash leaves either the old or the new file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    fsync_path(path.parent)
 
 
 class RunWriter:
@@ -130,19 +128,12 @@ class RunWriter:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise OutputError(f"{self.state_path}: unreadable run state ({exc})") from None
         if stored != self.settings:
-            changed = sorted(
-                key
-                for key in set(stored) | set(self.settings)
+            changed = {
+                key: (stored.get(key), self.settings.get(key))
+                for key in sorted(set(stored) | set(self.settings))
                 if stored.get(key) != self.settings.get(key)
-            )
-            detail = ", ".join(
-                f"{key}: {stored.get(key)!r} there, {self.settings.get(key)!r} now"
-                for key in changed
-            )
-            raise OutputError(
-                f"{self.dir}: holds a run with other settings ({detail}); "
-                "use another --out or the same settings to resume"
-            )
+            }
+            raise SettingsChanged(self.dir, changed)
         for name in DATA_FILES:
             size = int(sizes.get(name, 0))
             path = self.dir / name

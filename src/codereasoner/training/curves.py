@@ -22,7 +22,7 @@ from typing import Any
 
 from transformers import ProgressCallback, TrainerCallback
 
-from codereasoner.synth.writer import write_atomic
+from codereasoner.files import replacing, write_atomic
 from codereasoner.tasks.case_reasoning import DIRECTIONS
 
 __all__ = ["CURVES_JSONL", "CURVES_PNG", "PANELS", "CurvesCallback", "MetricsProgress"]
@@ -155,10 +155,9 @@ def plot_curves(entries: Sequence[Mapping[str, Any]], out: Path) -> Path:
     for axis in list(axes.flat)[len(panels) :]:
         axis.axis("off")
     figure.tight_layout()
-    temporary = out.with_name(f".{out.name}.tmp.png")
-    figure.savefig(temporary, dpi=100)
+    with replacing(out) as temporary:
+        figure.savefig(temporary, format="png", dpi=100)
     plt.close(figure)
-    os.replace(temporary, out)
     return out
 
 

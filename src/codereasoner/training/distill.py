@@ -32,8 +32,9 @@ from codereasoner.benchmarks.cases import CASES, cases_folder
 from codereasoner.evaluation.runner import Events, RunError, Runner, RunSettings
 from codereasoner.evaluation.store import RunStore, StoredCompletion
 from codereasoner.execution import Pool, SandboxUnavailable
+from codereasoner.files import write_atomic
 from codereasoner.models.base import Backend, Sampling
-from codereasoner.synth.writer import FolderBusy, exclusive, write_atomic
+from codereasoner.synth.writer import FolderBusy, exclusive
 from codereasoner.tasks import Item, Reason, Score
 from codereasoner.tasks.case_reasoning import ReasoningStyle
 from codereasoner.training.cases import (

@@ -20,7 +20,6 @@ half-written output (at most a hidden ``.NAME.*.tmp`` beside it). pyarrow is imp
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
@@ -31,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codereasoner.synth.writer import fsync_path
+from codereasoner.files import fsync_path, replacing, umask
 
 DISTILLED = "distilled.jsonl"
 DIRECTIONS = ("forward", "backward")
@@ -389,24 +388,9 @@ def _jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
     )
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _temporary_file(out: Path) -> Path:
-    """An empty file beside ``out``, with the permissions a plainly created file would get
-    (mkstemp makes it 0600)."""
-    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    os.chmod(name, 0o666 & ~_umask())
-    return Path(name)
-
-
 def _temporary_folder(out: Path) -> Path:
     name = tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.chmod(name, 0o777 & ~_umask())
+    os.chmod(name, 0o777 & ~umask())
     return Path(name)
 
 
@@ -500,17 +484,11 @@ def write_export(out: Path, fmt: str, rows: list[dict[str, Any]]) -> tuple[Path,
     else:
         if fmt == "verl":
             _import_pyarrow()  # the one-line error before any temporary file exists
-        temporary = _temporary_file(out)
-        try:
+        with replacing(out) as temporary:
             if fmt == "verl":
                 _write_parquet(temporary, rows)
             else:
                 _write_bytes(temporary, _jsonl(rows))
-            os.replace(temporary, out)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
-            raise
         files = (out,)
     fsync_path(out.parent)
     return files

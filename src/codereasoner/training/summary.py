@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from codereasoner.synth.writer import write_atomic
+from codereasoner.files import replacing, write_atomic
 
 __all__ = ["acceptance", "write_summary"]
 
@@ -73,7 +73,6 @@ def _plot(found: Mapping[str, Any], path: Path) -> None:
         axis.bar(labels, [counts.get(label, 0) for label in labels], color="#4f81bd")
         axis.set_title(title)
     figure.tight_layout()
-    temporary = path.with_name(f".{path.name}.tmp.png")
-    figure.savefig(temporary, dpi=80, metadata={"Software": None})
+    with replacing(path) as temporary:
+        figure.savefig(temporary, format="png", dpi=80, metadata={"Software": None})
     plt.close(figure)
-    temporary.replace(path)

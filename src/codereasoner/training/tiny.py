@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import sysconfig
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast, Qwen2ForCausalLM
 
 QWEN2_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -29,18 +33,51 @@ def _stdlib_texts(limit: int = 150) -> list[str]:
     return [path.read_text(encoding="utf-8", errors="replace") for path in files]
 
 
+def qwen2_model(
+    tokenizer: PreTrainedTokenizerFast,
+    *,
+    hidden: int,
+    ffn: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    max_positions: int = 1024,
+) -> Qwen2ForCausalLM:
+    """A randomly initialised Qwen2 model sized as asked, for ``tokenizer`` (its EOS and padding
+    end generation); seed torch before calling for reproducible weights."""
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=ffn,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = Qwen2ForCausalLM(config)
+    model.generation_config = GenerationConfig(
+        eos_token_id=[tokenizer.eos_token_id, tokenizer.pad_token_id],
+        pad_token_id=tokenizer.pad_token_id,
+        do_sample=True,
+        temperature=1.0,
+        top_p=1.0,
+    )
+    return model
+
+
 def build_tiny_model(out: Path, seed: int = 0) -> Path:
     """Train a 2048-token byte-level BPE on stdlib sources, save it with a random 2-layer
     Qwen2 model in ``out``; returns ``out``. The same seed gives the same weights."""
     import torch
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from tokenizers.trainers import BpeTrainer
-    from transformers import (
-        GenerationConfig,
-        PreTrainedTokenizerFast,
-        Qwen2Config,
-        Qwen2ForCausalLM,
-    )
+    from transformers import PreTrainedTokenizerFast
 
     raw = Tokenizer(models.BPE())
     raw.normalizer = normalizers.NFC()
@@ -70,23 +107,7 @@ def build_tiny_model(out: Path, seed: int = 0) -> Path:
     )
     tokenizer.chat_template = CHATML
     torch.manual_seed(seed)
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-        bos_token_id=None,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    model = Qwen2ForCausalLM(config)
-    model.generation_config = GenerationConfig(
-        eos_token_id=[2, 0], pad_token_id=0, do_sample=True, temperature=1.0, top_p=1.0
-    )
+    model = qwen2_model(tokenizer, hidden=64, ffn=128, layers=2, heads=4, kv_heads=2)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner.execution import SandboxUnavailable
-from codereasoner.synth.writer import FolderBusy, exclusive, write_atomic
+from codereasoner.files import write_atomic
+from codereasoner.synth.writer import FolderBusy, exclusive
 from codereasoner.training.grpo_rewards import REWARDS, RewardContext, resolve_reward
 from codereasoner.training.recipe import Recipe, RecipeError, Stage, first_line
 from codereasoner.training.rewards import COLUMNS, CodeReasoningReward
@@ -53,6 +54,10 @@ ADAPTER_DIR = "adapter"
 
 
 # --- data -------------------------------------------------------------------------------------
+
+
+# The training rows and the evaluation rows (None without an eval_dataset).
+TrainingData = tuple[list[dict[str, Any]], list[dict[str, Any]] | None]
 
 
 def read_dataset(path: Path, stage: Stage, limit: int | None = None) -> list[dict[str, Any]]:
@@ -146,18 +151,14 @@ def _model_init_kwargs(recipe: Recipe) -> dict[str, Any]:
     return {key: value for key, value in kwargs.items() if value is not None}
 
 
-def build_trainer(recipe: Recipe, callbacks: Sequence[Any] = ()) -> Any:
-    """The TRL trainer a recipe describes (nothing trained yet)."""
+def build_trainer(
+    recipe: Recipe, callbacks: Sequence[Any] = (), data: TrainingData | None = None
+) -> Any:
+    """The TRL trainer a recipe describes (nothing trained yet); ``data``: the recipe's rows
+    when already read (:func:`read_data`)."""
     from trl import GRPOTrainer, SFTTrainer, get_peft_config, get_quantization_config
 
-    train_args = recipe.train
-    assert train_args.dataset is not None  # load_recipe checks it
-    rows = read_dataset(Path(train_args.dataset), recipe.stage, train_args.max_samples)
-    eval_rows = (
-        read_dataset(Path(train_args.eval_dataset), recipe.stage, train_args.max_samples)
-        if train_args.eval_dataset
-        else None
-    )
+    rows, eval_rows = data if data is not None else read_data(recipe)
     recipe.config.model_init_kwargs = _model_init_kwargs(recipe)
     common: dict[str, Any] = {
         "model": recipe.model.model_name_or_path,
@@ -357,7 +358,7 @@ def train(recipe: Recipe, log: Callable[[str], None] = print) -> TrainResult:
 
     out = recipe.output_dir
     started = time.monotonic()
-    _check_data(recipe)  # before the folder exists: a bad file must not leave a run record
+    data = read_data(recipe)  # before the folder exists: a bad file must not leave a run record
     if _world_size() > 1:
         _ = recipe.config.device  # joins the process group, so that the ranks can agree
     with contextlib.ExitStack() as stack:
@@ -379,7 +380,7 @@ def train(recipe: Recipe, log: Callable[[str], None] = print) -> TrainResult:
             log(f"resuming from {checkpoint}")
         callbacks = [CurvesCallback(out)] if recipe.train.curves else []
         try:
-            trainer = build_trainer(recipe, callbacks)
+            trainer = build_trainer(recipe, callbacks, data)
         except (OSError, ValueError, ImportError) as exc:  # no such model, TRL's checks, no vLLM
             if isinstance(exc, RecipeError):
                 raise
@@ -403,10 +404,17 @@ def is_main_process() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
-def _check_data(recipe: Recipe) -> None:
-    for path in (recipe.train.dataset, recipe.train.eval_dataset):
-        if path:
-            read_dataset(Path(path), recipe.stage, recipe.train.max_samples)
+def read_data(recipe: Recipe) -> TrainingData:
+    """The recipe's training rows and evaluation rows (None without ``eval_dataset``)."""
+    train_args = recipe.train
+    assert train_args.dataset is not None  # load_recipe checks it
+    rows = read_dataset(Path(train_args.dataset), recipe.stage, train_args.max_samples)
+    eval_rows = (
+        read_dataset(Path(train_args.eval_dataset), recipe.stage, train_args.max_samples)
+        if train_args.eval_dataset
+        else None
+    )
+    return rows, eval_rows
 
 
 def _sharded(trainer: Any) -> bool:

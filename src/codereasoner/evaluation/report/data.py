@@ -11,7 +11,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,10 @@ from codereasoner.evaluation.reports import (
     Metric,
     pass_keys,
 )
+from codereasoner.evaluation.runner import ORACLE
 from codereasoner.evaluation.store import connect, store_path
 from codereasoner.models.base import Sampling
+from codereasoner.tasks import Item, Reason, Score
 
 PASSK = PASS_AT_K
 CORE = INVARIANCE_TRANSPARENCY
@@ -68,6 +70,12 @@ class Failure:
     reason: str
     detail: str
     skipped: bool
+    preamble: int = 0  # the prompt's first characters shared by every prompt of the benchmark
+
+    @property
+    def question(self) -> str | None:
+        """The item's own part of the prompt: after the shared few-shot preamble."""
+        return None if self.prompt is None else self.prompt[self.preamble :]
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,13 @@ class BenchmarkResult:
     failures: dict[str, tuple[Failure, ...]]  # per category, at most ``examples`` each
     failure_counts: dict[str, int]  # per category, all failures
     scored_samples: int
+    verdicts: dict[str, tuple[Score, ...]] = field(default_factory=dict)  # of complete items
+    items: dict[str, Item] = field(default_factory=dict)  # as stored: id, task, truth, metadata
+
+    @property
+    def item_count(self) -> int:
+        """The items the run holds every sample's verdict of; else its report's own count."""
+        return len(self.verdicts) or _reported_items(self.report)
 
     @property
     def total_failures(self) -> int:
@@ -104,6 +119,11 @@ class Run:
     updated: float
     config: dict[str, Any]
     benchmarks: dict[str, BenchmarkResult]
+
+    @property
+    def self_check(self) -> bool:
+        """The oracle's run: a check of the toolkit, not a model score."""
+        return self.model == ORACLE
 
     @property
     def folder(self) -> str:
@@ -169,6 +189,7 @@ def _read(connection: sqlite3.Connection, path: Path, where: Path, examples: int
         exact = keys.get(name) if isinstance(keys, dict) else None
         key = exact if isinstance(exact, str) else sampling
         counts, failures = _failures(connection, name, model, key, samples, examples)
+        items, verdicts = _verdicts(connection, name, samples)
         try:
             kind, metrics, breakdowns = _summarise(name, report)
         except (KeyError, TypeError, ValueError) as exc:
@@ -177,7 +198,16 @@ def _read(connection: sqlite3.Connection, path: Path, where: Path, examples: int
                 f"({type(exc).__name__}: {exc})"
             ) from None
         benchmarks[name] = BenchmarkResult(
-            name, kind, report, metrics, breakdowns, failures, counts, scored.get(name, 0)
+            name,
+            kind,
+            report,
+            metrics,
+            breakdowns,
+            failures,
+            counts,
+            scored.get(name, 0),
+            verdicts,
+            items,
         )
     return Run(
         path,
@@ -224,11 +254,79 @@ ORDER BY sampling != ?, sampling LIMIT 1
 """
 
 
+_ITEMS = """
+SELECT item_id, task, truth, metadata FROM items WHERE benchmark = ?
+"""
+_VERDICTS = """
+SELECT item_id, sample, answer, correct, reason, detail, skipped FROM scores
+WHERE benchmark = ? AND sample < ? ORDER BY item_id, sample
+"""
+
+
+def _verdicts(
+    connection: sqlite3.Connection, benchmark: str, samples: int | None
+) -> tuple[dict[str, Item], dict[str, tuple[Score, ...]]]:
+    """The benchmark's stored items and the verdicts of those holding all ``samples``."""
+    items = {}
+    for item_id, task, truth, metadata in connection.execute(_ITEMS, (benchmark,)):
+        try:
+            meta = json.loads(metadata)
+        except (TypeError, json.JSONDecodeError):
+            meta = {}
+        items[str(item_id)] = Item(
+            str(item_id), benchmark, str(task), truth=str(truth), metadata=meta
+        )
+    found: dict[str, list[Score]] = {}
+    for item_id, sample, answer, correct, reason, detail, skipped in connection.execute(
+        _VERDICTS, (benchmark, samples or 2**62)
+    ):
+        verdict = Score(
+            item_id, sample, answer, bool(correct), _reason(reason), detail, bool(skipped)
+        )
+        found.setdefault(str(item_id), []).append(verdict)
+    wanted = samples or max((len(scores) for scores in found.values()), default=0)
+    complete = {key: tuple(value) for key, value in found.items() if len(value) == wanted}
+    return {key: items[key] for key in complete if key in items}, complete
+
+
+def _reason(text: str) -> Reason:
+    try:
+        return Reason(text)
+    except ValueError:
+        return Reason.WRONG
+
+
+def _reported_items(report: dict[str, Any]) -> int:
+    items = report.get("items")
+    if isinstance(items, dict):
+        return sum(value for value in items.values() if isinstance(value, int))
+    return items if isinstance(items, int) else 0
+
+
 def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key reading digit runs as numbers ('sample_2' before 'sample_10')."""
     return tuple(
         (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part
     )
+
+
+_PROMPTS = """
+SELECT DISTINCT p.text FROM items i JOIN prompts p ON p.hash = i.prompt_hash
+WHERE i.benchmark = ?
+"""
+
+
+def _preamble(connection: sqlite3.Connection, benchmark: str) -> int:
+    """The length of the lines every prompt of the benchmark starts with (its few-shot
+    examples and instructions); 0 with fewer than two distinct prompts."""
+    prompts = [text for (text,) in connection.execute(_PROMPTS, (benchmark,))]
+    if len(prompts) < 2:
+        return 0
+    first, last = min(prompts), max(prompts)  # the prefix they share, every prompt shares
+    length = next(
+        (i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), len(first)
+    )
+    return first.rfind("\n", 0, length) + 1
 
 
 def _failures(
@@ -243,6 +341,7 @@ def _failures(
     counts: dict[str, int] = {}
     kept: dict[str, list[Failure]] = {}
     rows = connection.execute(_FAILURES, (benchmark, samples or 2**62)).fetchall()
+    preamble = _preamble(connection, benchmark) if rows and keep else 0
     rows.sort(key=lambda row: (natural_key(str(row[6])), natural_key(str(row[0])), row[1]))
     for row in rows:
         item_id, sample, answer, reason, detail, skipped, category, task, truth, prompt_hash = row
@@ -274,6 +373,7 @@ def _failures(
                 str(reason),
                 str(detail),
                 bool(skipped),
+                preamble if prompt is not None and len(prompt) > preamble else 0,
             )
         )
     return counts, {name: tuple(rows) for name, rows in kept.items()}
@@ -289,11 +389,22 @@ def _summarise(
     return typed.kind, typed.metrics(), typed.breakdowns()
 
 
+def short_model(model: str) -> str:
+    """A model's name without its backend, server URL or folders: ``openai:qwen@http://host/v1``
+    and ``vllm:/models/qwen`` are both ``qwen``."""
+    name = re.sub(r"^[a-z][\w-]*:(?!//)", "", model)
+    before, _, after = name.rpartition("@")
+    name = before if "://" in after else name
+    return name.rstrip("/").rsplit("/", 1)[-1] or model
+
+
 def run_labels(runs: Sequence[Run]) -> list[str]:
-    """A short, unique label per run: the model, with the run's folder where models repeat."""
-    models = [run.model for run in runs]
+    """A short, unique label per run: the model's short name (:func:`short_model`), with the
+    run's folder where names repeat."""
+    names = [short_model(run.model) for run in runs]
     labels = [
-        run.model if models.count(run.model) == 1 else f"{run.model} ({run.folder})" for run in runs
+        name if names.count(name) == 1 else f"{name} ({run.folder})"
+        for name, run in zip(names, runs, strict=True)
     ]
     seen: dict[str, int] = {}
     unique = []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from html import escape
 from pathlib import Path
 
 from codereasoner.evaluation.report import plots
+from codereasoner.evaluation.report.compare import Comparison, compare
 from codereasoner.evaluation.report.data import (
     CORE,
     CORE_METRICS,
@@ -27,11 +27,12 @@ from codereasoner.evaluation.report.data import (
     Failure,
     Run,
     benchmark_names,
-    best_values,
     metric_names,
     run_labels,
 )
-from codereasoner.evaluation.report.table3 import Table3, average_text, score_text
+from codereasoner.evaluation.report.table3 import Table3, average_text, cell_text
+from codereasoner.evaluation.runner import SELF_CHECK
+from codereasoner.files import write_atomic
 
 SHOWN_CHARS = 20_000  # longer prompts and completions are cut, saying so
 
@@ -56,7 +57,16 @@ details.failure { border: 1px solid #e2e2ea; border-radius: 6px; padding: 6px 10
                   margin: 6px 0; }
 details.failure summary { cursor: pointer; }
 dt { font-weight: 700; margin-top: 6px; }
+div.wide { max-width: 100%; overflow-x: auto; }
+th.run { max-width: 11em; overflow-wrap: anywhere; font-size: 13px; }
+.selfcheck { display: inline-block; background: #fff3cd; color: #7a5300; border: 1px solid
+             #e0c36a; border-radius: 4px; padding: 0 4px; font-size: 11px; font-weight: 700; }
+.own { display: block; color: #666; font-size: 11px; font-weight: 400; }
+td.differs { background: #fdf1e6; }
+tr.items td { background: #f7f7fb; }
 """
+
+SELF_CHECK_TAG = '<span class="selfcheck" title="{note}">SELF-CHECK</span>'
 
 
 def render(
@@ -66,6 +76,7 @@ def render(
     :func:`run_labels`), with ``table`` (the Table 3 layout) first when given."""
     labels = list(labels) if labels is not None else run_labels(runs)
     names = benchmark_names(runs)
+    comparisons = {name: compare(runs, name) for name in names}
     anchors = _anchors(runs, names)
     parts = [
         "<!DOCTYPE html>",
@@ -75,15 +86,18 @@ def render(
         f"<style>{CSS}</style></head><body>",
         "<h1>codereasoner report</h1>",
         f'<p class="muted">{len(runs)} run(s), {len(names)} benchmark(s). Every score links '
-        "to example failures of that run and benchmark. Higher is better everywhere; the best "
-        "value of a row is marked \u2605.</p>",
+        "to example failures of that run and benchmark; \u00b1 is its standard error. Higher "
+        "is better everywhere; the best value of a row is marked \u2605, among runs on the "
+        "same items (where runs hold different items, scores are compared over the items "
+        "they all hold) and never a SELF-CHECK run (the oracle: not a model score).</p>",
         _nav(names, table is not None),
         _table3_section(table) if table is not None else "",
         _runs_section(runs, labels),
-        _scores_section(runs, labels, names, anchors),
+        _scores_section(runs, labels, comparisons, anchors),
     ]
     parts += [
-        _benchmark_section(runs, labels, name, index, anchors) for index, name in enumerate(names)
+        _benchmark_section(runs, labels, comparisons[name], index, anchors)
+        for index, name in enumerate(names)
     ]
     parts.append(_failures_section(runs, labels, names))
     parts.append("</body></html>\n")
@@ -105,15 +119,7 @@ def write_report(
     """Render (see :func:`render`) and write atomically (a crash never leaves a half-written
     page); returns ``out``."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    text = render(runs, labels, table)
-    temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, out)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    write_atomic(out, render(runs, labels, table))
     return out
 
 
@@ -160,24 +166,33 @@ def _time(seconds: float) -> str:
 
 def _table3_section(table: Table3) -> str:
     """Runs in rows, headline scores in columns, their average last (CodeReasoner's Table 3)."""
-    head = "".join(f"<th>{escape(c.benchmark)}<br>{escape(c.metric)}</th>" for c in table.columns)
+    head = "".join(
+        f"<th>{escape(c.benchmark)}<br>{escape(c.metric)}"
+        + ("" if c.common is None else f'<br><span class="muted">on {c.common} common</span>')
+        + "</th>"
+        for c in table.columns
+    )
     best, best_avg = table.best()
     rows = []
     for index, row in enumerate(table.rows):
         cells = "".join(
-            _cell(score_text(score), None, index in best[column])
-            for column, score in enumerate(row.scores)
+            _cell(cell_text(row, column), None, index in best[column])
+            for column in range(len(row.scores))
         )
         rows.append(
-            f'<tr><td class="name" title="{escape(row.path)}">{escape(row.label)}</td>{cells}'
+            f'<tr><td class="name" title="{escape(row.path)}">{escape(row.label)}'
+            f"{_self_check_tag(row.self_check)}</td>{cells}"
             f"{_cell(average_text(row), None, index in best_avg)}</tr>"
         )
     return (
         '<section id="table3"><h2>Table 3</h2>'
         '<p class="muted">One row per run, each benchmark\'s headline score (percent) per '
-        "column, as in CodeReasoner's Table 3.</p>"
-        f'<table class="table3"><tr><th class="name">run</th>{head}<th>avg</th></tr>'
-        f'{"".join(rows)}</table><p class="muted">{escape(table.footnote())}</p></section>'
+        "column, as in CodeReasoner's Table 3; \u00b1 is its standard error.</p>"
+        + _table(
+            f'<table class="table3"><tr><th class="name">run</th>{head}<th>avg</th></tr>'
+            f"{''.join(rows)}</table>"
+        )
+        + f'<p class="muted">{escape(table.footnote())}</p></section>'
     )
 
 
@@ -189,7 +204,7 @@ def _runs_section(runs: Sequence[Run], labels: Sequence[str]) -> str:
         )
         config = escape(json.dumps(run.config, indent=1, sort_keys=True))
         rows.append(
-            f'<tr><td class="name">{escape(label)}</td><td class="name">{escape(run.model)}</td>'
+            f'<tr><td class="name">{_label(label, run)}</td><td class="name">{escape(run.model)}</td>'
             f'<td class="name">{escape(run.id)}</td><td class="name">{status}</td>'
             f"<td>{_time(run.created)}</td><td>{_time(run.updated)}</td>"
             f'<td class="name">{escape(str(run.path))}</td>'
@@ -200,9 +215,13 @@ def _runs_section(runs: Sequence[Run], labels: Sequence[str]) -> str:
         f'<th class="name">{name}</th>'
         for name in ("run", "model", "id", "status", "created", "updated", "store", "config")
     )
-    return (
-        f'<section id="runs"><h2>Runs</h2><table><tr>{head}</tr>{"".join(rows)}</table></section>'
+    note = (
+        f'<p><span class="selfcheck">{escape(SELF_CHECK)}</span></p>'
+        if any(run.self_check for run in runs)
+        else ""
     )
+    table = f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+    return f'<section id="runs"><h2>Runs</h2>{_table(table)}{note}</section>'
 
 
 def _figure(svg: str | None, caption: str) -> str:
@@ -211,70 +230,133 @@ def _figure(svg: str | None, caption: str) -> str:
     return f'<figure>{svg}<figcaption class="muted">{escape(caption)}</figcaption></figure>'
 
 
-def _run_header(labels: Sequence[str], first: str = "metric") -> str:
-    cells = "".join(f"<th>{escape(label)}</th>" for label in labels)
-    return f'<tr><th class="name">{escape(first)}</th>{cells}</tr>'
+def _self_check_tag(self_check: bool) -> str:
+    return " " + SELF_CHECK_TAG.format(note=escape(SELF_CHECK)) if self_check else ""
 
 
-def _cell(text: str, href: str | None, best: bool) -> str:
+def _label(label: str, run: Run) -> str:
+    """The run's label, tagged SELF-CHECK for the oracle's run."""
+    return escape(label) + _self_check_tag(run.self_check)
+
+
+def _label_cells(runs: Sequence[Run], labels: Sequence[str], span: int = 1) -> str:
+    spanned = f' colspan="{span}"' if span > 1 else ""
+    return "".join(
+        f'<th class="run"{spanned} title="{escape(run.model)}">{_label(label, run)}</th>'
+        for label, run in zip(labels, runs, strict=True)
+    )
+
+
+def _run_header(runs: Sequence[Run], labels: Sequence[str], first: str = "metric") -> str:
+    return f'<tr><th class="name">{escape(first)}</th>{_label_cells(runs, labels)}</tr>'
+
+
+def _cell(text: str, href: str | None, best: bool, extra: str = "", differs: bool = False) -> str:
     shown = f'<a href="#{href}">{escape(text)}</a>' if href and text != "-" else escape(text)
-    return f'<td class="best">{shown}</td>' if best else f"<td>{shown}</td>"
+    kind = "best" if best else "differs" if differs else ""
+    return f'<td class="{kind}">{shown}{extra}</td>' if kind else f"<td>{shown}{extra}</td>"
+
+
+def _table(html: str) -> str:
+    """A table that scrolls sideways inside the page rather than overflowing it."""
+    return f'<div class="wide">{html}</div>'
+
+
+def _items_row(comparison: Comparison, rowspan_head: str) -> str:
+    """Each run's item count, and what the scores below are over."""
+    if comparison.all_same:
+        note = "every run holds the same items"
+    elif comparison.same:
+        note = "the model runs hold the same items"
+    elif comparison.comparable:
+        note = f"runs hold different items: scores over the {comparison.common} they all hold"
+    else:
+        note = "runs hold different items: not comparable (no \u2605)"
+    if any(comparison.own_items(r) for r in range(len(comparison.counts))):
+        note += "; a SELF-CHECK on its own items"
+    cells = "".join(f"<td>{'-' if n is None else n}</td>" for n in comparison.counts)
+    return (
+        f'<tr class="items">{rowspan_head}<td class="name">items '
+        f'<span class="muted">({escape(note)})</span></td>{cells}</tr>'
+    )
+
+
+def _own(comparison: Comparison, runs: Sequence[Run], run: int, name: str) -> str:
+    """The run's own score on all its items, where the cell shows the common items'."""
+    result = runs[run].benchmarks.get(comparison.benchmark)
+    own = result.metric(name) if result else None
+    if result is None or own is None or own.value is None:
+        return ""
+    if comparison.own_items(run):
+        return f'<span class="own">on its own {result.item_count} items</span>'
+    if comparison.same or run in comparison.apart:  # a self-check holding the common items
+        return ""
+    if comparison.on_common[run] is None:
+        return '<span class="own">on its own items</span>'
+    return f'<span class="own">own: {escape(own.text())} on {result.item_count} items</span>'
 
 
 def _scores_section(
-    runs: Sequence[Run], labels: Sequence[str], names: Sequence[str], anchors: dict
+    runs: Sequence[Run],
+    labels: Sequence[str],
+    comparisons: dict[str, Comparison],
+    anchors: dict,
 ) -> str:
+    names = list(comparisons)
     rows = []
-    for name in names:
+    for name, comparison in comparisons.items():
         metrics = metric_names(runs, name)
-        for index, metric in enumerate(metrics):
-            found = [
-                run.benchmarks[name].metric(metric) if name in run.benchmarks else None
-                for run in runs
-            ]
-            values = [m.value if m else None for m in found]
+        head = (
+            f'<td class="name" rowspan="{1 + max(len(metrics), 1)}"><a href="#'
+            f'{benchmark_anchor(names.index(name))}">{escape(name)}</a></td>'
+        )
+        rows.append(_items_row(comparison, head))
+        for metric in metrics:
+            found = [comparison.compared(runs, r, metric) for r in range(len(runs))]
             unit = next((m.unit for m in found if m), "")
-            best = best_values(values)
-            head = (
-                f'<td class="name" rowspan="{len(metrics)}"><a href="#'
-                f'{benchmark_anchor(names.index(name))}">{escape(name)}</a></td>'
-                if index == 0
-                else ""
-            )
+            best = comparison.best([m.value if m else None for m in found])
             unit_text = "fraction" if unit == FRACTION else "percent"
             cells = "".join(
-                _cell(m.text() if m else "-", anchors.get((r, name, None)), r in best)
+                _cell(
+                    m.text() if m else "-",
+                    anchors.get((r, name, None)),
+                    r in best,
+                    _own(comparison, runs, r, metric),
+                    differs=not comparison.comparable and m is not None,
+                )
                 for r, m in enumerate(found)
             )
             rows.append(
-                f'<tr>{head}<td class="name">{escape(metric)} '
+                f'<tr><td class="name">{escape(metric)} '
                 f'<span class="muted">({unit_text})</span></td>{cells}</tr>'
             )
         if not metrics:
             cells = "".join("<td>-</td>" for _ in runs)
-            rows.append(
-                f'<tr><td class="name">{escape(name)}</td><td class="name muted">'
-                f"no result stored yet</td>{cells}</tr>"
-            )
-    header = "".join(f"<th>{escape(label)}</th>" for label in labels)
+            rows.append(f'<tr><td class="name muted">no result stored yet</td>{cells}</tr>')
     table = (
         f'<table class="scores"><tr><th class="name">benchmark</th><th class="name">metric'
-        f"</th>{header}</tr>{''.join(rows)}</table>"
+        f"</th>{_label_cells(runs, labels)}</tr>{''.join(rows)}</table>"
     )
     return (
         '<section id="scores"><h2>Scores</h2>'
         + _figure(
             plots.scores_plot(runs, labels),
-            "Headline score per benchmark and run (pass@1; CoRE: I; REval: average accuracy x100).",
+            "Headline score per benchmark and run, in percent (pass@k families: pass@1; "
+            "CoRE: I, or Ws where it has no output items; REval: average accuracy x100), "
+            "with each run's item count; where runs hold different items, over the items "
+            "they all hold. Error bars: one standard error.",
         )
         + '<p class="muted">Model-vs-model comparison: one column per run. Click a score for '
-        "that run's example failures.</p>" + table + "</section>"
+        "that run's example failures. The items row counts each run's items; where they "
+        "differ, the scores are over the items every run holds, each run's own score "
+        "below.</p>" + _table(table) + "</section>"
     )
 
 
 def _benchmark_section(
-    runs: Sequence[Run], labels: Sequence[str], name: str, index: int, anchors: dict
+    runs: Sequence[Run], labels: Sequence[str], comparison: Comparison, index: int, anchors: dict
 ) -> str:
+    name = comparison.benchmark
     results = [run.benchmarks.get(name) for run in runs]
     kinds = {result.kind for result in results if result}
     parts = [f'<section id="{benchmark_anchor(index)}"><h2>{escape(name)}</h2>']
@@ -288,7 +370,7 @@ def _benchmark_section(
                 "is as right about the process as about the result.",
             )
         )
-        parts.append(_core_variants(runs, labels, name))
+        parts.append(_core_variants(runs, labels, comparison))
     if REVAL in kinds:
         parts.append(
             _figure(
@@ -299,15 +381,21 @@ def _benchmark_section(
     count = max((len(result.breakdowns) for result in results if result), default=0)
     for table_index in range(count):
         parts.append(_figure(plots.breakdown_plot(runs, labels, name, table_index), ""))
-        parts.append(_breakdown_table(runs, labels, name, table_index, anchors))
+        parts.append(_breakdown_table(runs, labels, comparison, table_index, anchors))
     parts.append(_reasons_table(runs, labels, name))
     parts.append("</section>")
     return "\n".join(parts)
 
 
+def _own_best(comparison: Comparison, values: Sequence[float | None]) -> set[int]:
+    """Best of values over each run's own items: only when the runs hold the same items."""
+    return comparison.best(values) if comparison.same else set()
+
+
 def _breakdown_table(
-    runs: Sequence[Run], labels: Sequence[str], name: str, index: int, anchors: dict
+    runs: Sequence[Run], labels: Sequence[str], comparison: Comparison, index: int, anchors: dict
 ) -> str:
+    name = comparison.benchmark
     tables: list[Breakdown | None] = []
     for run in runs:
         result = run.benchmarks.get(name)
@@ -316,8 +404,12 @@ def _breakdown_table(
         )
     first = next(table for table in tables if table is not None)
     categories = sorted({category for table in tables if table for category in table.rows})
-    head = "".join(f'<th colspan="{len(first.columns)}">{escape(label)}</th>' for label in labels)
-    sub = "".join(f"<th>{escape(column)}</th>" for _ in runs for column in first.columns)
+    head = _label_cells(runs, labels, len(first.columns))
+    sub = "".join(
+        f'<th title="{escape(column)}">{escape(column.removesuffix(" acc"))}</th>'
+        for _ in runs
+        for column in first.columns
+    )
     sized = bool(first.counts)
     rows = []
     for category in categories:
@@ -325,7 +417,7 @@ def _breakdown_table(
         cells = []
         for column in first.columns:
             values = [t.rows.get(category, {}).get(column) if t else None for t in tables]
-            best = best_values(values)
+            best = _own_best(comparison, values)
             cells.append([(r, values[r], r in best) for r in range(len(runs))])
         row = []
         for r in range(len(runs)):
@@ -342,15 +434,16 @@ def _breakdown_table(
         rows.append(f'<tr><td class="name">{escape(category)}</td>{size_cell}{"".join(row)}</tr>')
     size_head = '<th rowspan="2">size</th>' if sized else ""
     note = f'<p class="muted">{escape(first.note)}</p>' if first.note else ""
-    return (
-        f"<h3>{escape(first.title)}</h3>{note}<table><tr>"
-        f'<th class="name" rowspan="2">category</th>{size_head}{head}</tr><tr>{sub}</tr>'
-        f"{''.join(rows)}</table>"
+    return f"<h3>{escape(first.title)}</h3>{note}" + _table(
+        f'<table class="breakdown"><tr><th class="name" rowspan="2">category</th>'
+        f"{size_head}{head}</tr><tr>{sub}</tr>{''.join(rows)}</table>"
     )
 
 
-def _core_variants(runs: Sequence[Run], labels: Sequence[str], name: str) -> str:
-    """Both CoRE gradings (project: strict, primary; ancestor: the original comparison)."""
+def _core_variants(runs: Sequence[Run], labels: Sequence[str], comparison: Comparison) -> str:
+    """Both CoRE gradings (project: strict, primary; ancestor: the original comparison), each
+    run on its own items."""
+    name = comparison.benchmark
     rows = []
     for variant in ("project", "ancestor"):
         for metric in CORE_METRICS:
@@ -364,7 +457,7 @@ def _core_variants(runs: Sequence[Run], labels: Sequence[str], name: str) -> str
                 )
                 value = mean.get(metric)
                 values.append(float(value) if isinstance(value, int | float) else None)
-            best = best_values(values)
+            best = _own_best(comparison, values)
             cells = "".join(
                 _cell(
                     "-" if v is None else (f"{v:.4f}" if metric.startswith("Cons") else f"{v:.2f}"),
@@ -376,7 +469,7 @@ def _core_variants(runs: Sequence[Run], labels: Sequence[str], name: str) -> str
             rows.append(
                 f'<tr><td class="name">{variant}</td><td class="name">{metric}</td>{cells}</tr>'
             )
-    header = "".join(f"<th>{escape(label)}</th>" for label in labels)
+    header = _label_cells(runs, labels)
     return (
         '<h3>Both gradings</h3><p class="muted">project: strict literal comparison '
         "(primary); ancestor: the original harness's comparison. I, Is, W, Ws, RCS in "
@@ -414,7 +507,8 @@ def _reasons_table(runs: Sequence[Run], labels: Sequence[str], name: str) -> str
         + "</tr>"
         for key in keys
     )
-    return f"<h3>Verdicts (samples)</h3><table>{_run_header(labels, 'verdict')}{rows}</table>"
+    table = f"<table>{_run_header(runs, labels, 'verdict')}{rows}</table>"
+    return f"<h3>Verdicts (samples)</h3>{_table(table)}"
 
 
 def _failures_section(runs: Sequence[Run], labels: Sequence[str], names: Sequence[str]) -> str:
@@ -430,7 +524,7 @@ def _failures_section(runs: Sequence[Run], labels: Sequence[str], names: Sequenc
             if result is None:
                 continue
             parts.append(
-                f'<h3 id="{failures_anchor(r, b)}">{escape(label)} \u2014 '
+                f'<h3 id="{failures_anchor(r, b)}">{_label(label, run)} \u2014 '
                 f"{escape(name)}: {result.total_failures} failing of "
                 f"{result.scored_samples} scored samples</h3>"
             )
@@ -457,14 +551,28 @@ def _text_block(text: str | None, missing: str) -> str:
     return f"<pre>{escape(shown)}</pre>" + (note if cut else "")
 
 
+def _prompt(failure: Failure) -> str:
+    """The item's own question first; the whole prompt (few-shot examples included) folded."""
+    if failure.prompt is None or not failure.preamble:
+        return f"<dt>prompt</dt><dd>{_text_block(failure.prompt, 'prompt not stored')}</dd>"
+    return (
+        '<dt>question <span class="muted">(the prompt after the few-shot examples every '
+        f'prompt shares)</span></dt><dd class="question">{_text_block(failure.question, "")}'
+        "</dd><dt>full prompt</dt><dd><details><summary>the whole prompt "
+        f"({len(failure.prompt):,} characters)</summary>"
+        f"{_text_block(failure.prompt, '')}</details></dd>"
+    )
+
+
 def _failure(failure: Failure, first: bool) -> str:
     verdict = failure.reason + (" (skipped: upstream anti-copy rule)" if failure.skipped else "")
     task = f" [{failure.task}]" if failure.task else ""
     return (
-        f'<details class="failure"{" open" if first else ""}><summary>{escape(failure.item_id)}, sample {failure.sample}'
+        f'<details class="failure"{" open" if first else ""}><summary>'
+        f"{escape(failure.item_id)}, sample {failure.sample}"
         f"{escape(task)}: <b>{escape(verdict)}</b></summary><dl>"
-        f"<dt>prompt</dt><dd>{_text_block(failure.prompt, 'prompt not stored')}</dd>"
-        f"<dt>completion</dt><dd>{_text_block(failure.completion, 'completion not stored')}</dd>"
+        + _prompt(failure)
+        + f"<dt>completion</dt><dd>{_text_block(failure.completion, 'completion not stored')}</dd>"
         f"<dt>extracted answer</dt><dd>{_text_block(failure.answer, 'nothing extracted')}</dd>"
         f"<dt>expected</dt><dd>{_text_block(failure.expected, '')}</dd>"
         f"<dt>verdict</dt><dd>{escape(verdict)}"

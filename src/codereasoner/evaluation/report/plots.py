@@ -19,6 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.typing import RcKeyType
 
+from codereasoner.evaluation.report.compare import Comparison, compare
 from codereasoner.evaluation.report.data import (
     CORE,
     FRACTION,
@@ -26,17 +27,19 @@ from codereasoner.evaluation.report.data import (
     REVAL,
     REVAL_METRICS,
     BenchmarkResult,
+    Metric,
     Run,
     benchmark_names,
     pass_keys,
 )
-from codereasoner.evaluation.report.table3 import headline_scores
+from codereasoner.evaluation.report.table3 import headline_metrics
 
 RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "codereasoner-report",
     "svg.fonttype": "none",
-    "font.size": 9,
+    "font.size": 11,
 }
+BAR_LABEL_SIZE = 9
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
 
@@ -74,69 +77,133 @@ def _figure(width: float, height: float) -> Figure:
         return Figure(figsize=(width, height), layout="constrained")
 
 
-def headline(result: BenchmarkResult) -> tuple[str, float | None]:
-    """The one number per benchmark in the overview plot, in percent: the Table 3 column
-    (:func:`headline_scores`), REval's average accuracy for its four."""
+def _svg_or_none(figure: Figure | None) -> str | None:
+    return None if figure is None else _svg(figure)
+
+
+LEGEND_GID = "legend"  # the SVG id of each plot's legend (scoped per plot in the page)
+MARK_GID = "mark"  # the SVG ids of the data marks: mark_RUN_N (bars, points)
+
+
+def _legend(figure: Figure) -> None:
+    """The runs' legend beside the axes, never over the data (it once hid a bar)."""
+    with rc_context(RC):
+        legend = figure.legend(loc="outside right upper", fontsize=10, frameon=False)
+    legend.set_gid(LEGEND_GID)
+
+
+def _mark_ids(artists: Sequence[Any], run: int) -> None:
+    """Name the run's data marks in the SVG (``mark_RUN_N``), so that a page can find them."""
+    for number, artist in enumerate(artists):
+        artist.set_gid(f"{MARK_GID}_{run}_{number}")
+
+
+def headline(result: BenchmarkResult) -> tuple[str, Metric | None]:
+    """The one number per benchmark in the overview plot: the Table 3 column
+    (:func:`headline_metrics`), REval's average accuracy for its four, CoRE's Ws where it has
+    no I (a run of its probes alone)."""
     if result.kind == REVAL:
-        metric = result.metric("average acc")
-        value = metric.value if metric else None
-        return "avg acc x100", None if value is None else 100 * value
-    found = headline_scores(result)
+        return "avg acc x100", result.metric("average acc")
+    found = headline_metrics(result)
+    if result.kind == CORE and not (found and found[0][1] and found[0][1].value is not None):
+        found = [("Ws", result.metric("Ws"))]
     return found[0] if found else ("", None)
 
 
+def percent(metric: Metric | None) -> tuple[float | None, float | None]:
+    """The metric's value and standard error in percent (fractions x100)."""
+    if metric is None or metric.value is None:
+        return None, None
+    scale = 100 if metric.unit == FRACTION else 1
+    return scale * metric.value, None if metric.stderr is None else scale * metric.stderr
+
+
+Series = Sequence[tuple[str, Sequence[Metric | None]]]
+
+
 def _grouped_bars(
-    axes: Axes,
-    groups: Sequence[str],
-    series: Sequence[tuple[str, Sequence[float | None]]],
-    fmt: str = "%.1f",
+    axes: Axes, groups: Sequence[str], series: Series, fmt: str = "%.1f", scale: float = 1.0
 ) -> None:
-    """Bars per group, one colour per series; missing values leave a gap."""
+    """Bars per group, one colour per series, a standard error bar on each; missing values
+    leave a gap. Values are ``metric.value * scale``."""
     width = 0.8 / max(len(series), 1)
-    for index, (label, values) in enumerate(series):
+    for index, (label, metrics) in enumerate(series):
         positions = [g + (index - (len(series) - 1) / 2) * width for g in range(len(groups))]
-        shown = [(p, v) for p, v in zip(positions, values, strict=True) if v is not None]
+        shown = [
+            (p, m.value * scale, (m.stderr or 0.0) * scale)
+            for p, m in zip(positions, metrics, strict=True)
+            if m is not None and m.value is not None
+        ]
         bars = axes.bar(
-            [p for p, _ in shown],
-            [v for _, v in shown],
+            [p for p, _, _ in shown],
+            [v for _, v, _ in shown],
             width,
+            yerr=[e for _, _, e in shown],
+            error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "#333333"},
             label=safe_label(label),
             color=color(index),
         )
-        axes.bar_label(bars, fmt=fmt, fontsize=7, padding=1)
+        _mark_ids(bars.patches, index)
+        axes.bar_label(bars, fmt=fmt, fontsize=BAR_LABEL_SIZE, padding=2)
     axes.set_xticks(range(len(groups)), [safe_label(group) for group in groups])
     axes.grid(axis="y", alpha=0.3)
     axes.set_axisbelow(True)
 
 
 def scores_plot(runs: Sequence[Run], labels: Sequence[str]) -> str | None:
-    """Every benchmark's headline number (percent), bars per run."""
-    names = benchmark_names(runs)
+    return _svg_or_none(scores_figure(runs, labels))
+
+
+def scores_figure(runs: Sequence[Run], labels: Sequence[str]) -> Figure | None:
+    """Every benchmark's headline number (percent), bars per run, item counts under each; where
+    the runs hold different items, their scores over the items they all hold."""
     groups: list[str] = []
-    series: list[tuple[str, list[float | None]]] = [(label, []) for label in labels]
-    for name in names:
+    series: list[tuple[str, list[Metric | None]]] = [(label, []) for label in labels]
+    for name in benchmark_names(runs):
         found = [
             headline(run.benchmarks[name]) if name in run.benchmarks else ("", None) for run in runs
         ]
-        if all(value is None for _, value in found):
+        if all(percent(metric)[0] is None for _, metric in found):
             continue
-        metric = next(label for label, value in found if value is not None)
-        groups.append(f"{name}\n{metric}")
-        for (_, values), (_, value) in zip(series, found, strict=True):
-            values.append(value)
+        comparison = compare(runs, name)
+        shown = [
+            comparison.compared(runs, r, metric.name) if metric else None
+            for r, (_, metric) in enumerate(found)
+        ]
+        title = next(label for label, metric in found if percent(metric)[0] is not None)
+        groups.append(f"{name}\n{title}\n{_counts(comparison)}")
+        for (_, values), metric in zip(series, shown, strict=True):
+            values.append(_as_percent(metric))
     if not groups:
         return None
-    figure = _figure(max(4.0, 1.2 + 1.1 * len(groups) * max(1, len(runs)) ** 0.5), 3.2)
+    figure = _figure(max(6.5, 2.5 + 1.3 * len(groups) * max(1, len(runs)) ** 0.5), 4.4)
     axes = figure.add_subplot()
     _grouped_bars(axes, groups, series)
     axes.set_ylabel("percent")
-    axes.set_ylim(0, 105)
-    axes.set_title("Headline score per benchmark")
-    axes.legend(fontsize=7, loc="upper right")
-    return _svg(figure)
+    axes.set_ylim(0, 112)
+    axes.set_title("Headline score per benchmark (n: items per run, in legend order)")
+    _legend(figure)
+    return figure
+
+
+def _counts(comparison: Comparison) -> str:
+    """Each run's item count, in run order ('-': the run lacks the benchmark), and the common
+    items' where the compared runs differ."""
+    counts = ["-" if count is None else str(count) for count in comparison.counts]
+    text = f"n={'/'.join(counts)}"
+    return text if comparison.same else f"{text}\non {comparison.common} common"
+
+
+def _as_percent(metric: Metric | None) -> Metric | None:
+    value, error = percent(metric)
+    return None if metric is None or value is None else Metric(metric.name, value, "%", error)
 
 
 def passk_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> str | None:
+    return _svg_or_none(passk_figure(runs, labels, benchmark))
+
+
+def passk_figure(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> Figure | None:
     """pass@k of one benchmark, bars per k and run."""
     results = [run.benchmarks.get(benchmark) for run in runs]
     keys: list[str] = []
@@ -146,23 +213,29 @@ def passk_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> st
     if not keys:
         return None
     keys.sort(key=lambda key: int(key[5:]))
-    series = []
-    for label, result in zip(labels, results, strict=True):
-        metrics = [result.metric(key) if result else None for key in keys]
-        series.append((label, [metric.value if metric else None for metric in metrics]))
-    figure = _figure(max(3.5, 1.5 + 0.9 * len(keys) * max(1, len(runs)) ** 0.5), 2.8)
+    series = [
+        (label, [result.metric(key) if result else None for key in keys])
+        for label, result in zip(labels, results, strict=True)
+    ]
+    figure = _figure(max(5.5, 2.5 + 1.1 * len(keys) * max(1, len(runs)) ** 0.5), 3.8)
     axes = figure.add_subplot()
     _grouped_bars(axes, keys, series)
     axes.set_ylabel("percent")
-    axes.set_ylim(0, 105)
+    axes.set_ylim(0, 112)
     axes.set_title(safe_label(f"{benchmark}: pass@k"))
-    axes.legend(fontsize=7, loc="upper right")
-    return _svg(figure)
+    _legend(figure)
+    return figure
 
 
 def breakdown_plot(
     runs: Sequence[Run], labels: Sequence[str], benchmark: str, index: int
 ) -> str | None:
+    return _svg_or_none(breakdown_figure(runs, labels, benchmark, index))
+
+
+def breakdown_figure(
+    runs: Sequence[Run], labels: Sequence[str], benchmark: str, index: int
+) -> Figure | None:
     """One per-category table of a benchmark: its first column, horizontal bars per run."""
     tables = [
         run.benchmarks[benchmark].breakdowns[index]
@@ -175,7 +248,7 @@ def breakdown_plot(
         return None
     column = first.columns[0]
     categories = sorted({name for table in tables if table for name in table.rows})
-    figure = _figure(6.0, 0.6 + 0.22 * len(categories) * max(1, len(runs)) + 0.6)
+    figure = _figure(8.0, 1.4 + 0.3 * len(categories) * max(1, len(runs)))
     axes = figure.add_subplot()
     height = 0.8 / len(runs)
     for position, (label, table) in enumerate(zip(labels, tables, strict=True)):
@@ -186,13 +259,14 @@ def breakdown_plot(
         ]
         present = [(c, value) for c, value in shown if value is not None]
         offset = (position - (len(runs) - 1) / 2) * height
-        axes.barh(
+        bars = axes.barh(
             [c + offset for c, _ in present],
             [value for _, value in present],
             height,
             label=safe_label(label),
             color=color(position),
         )
+        _mark_ids(bars.patches, position)
     axes.set_yticks(range(len(categories)), [safe_label(name) for name in categories])
     axes.invert_yaxis()
     scale = "fraction" if first.unit == FRACTION else "percent"
@@ -201,17 +275,21 @@ def breakdown_plot(
     axes.grid(axis="x", alpha=0.3)
     axes.set_axisbelow(True)
     axes.set_title(safe_label(f"{benchmark}: {first.title}"))
-    axes.legend(fontsize=7, loc="lower right")
-    return _svg(figure)
+    _legend(figure)
+    return figure
 
 
 def core_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> str | None:
+    return _svg_or_none(core_figure(runs, labels, benchmark))
+
+
+def core_figure(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> Figure | None:
     """CoRE: invariance (I, Is) against process transparency (W, Ws), one colour per run.
 
     Circles are (W, I), squares (Ws, Is); points on the diagonal are as right about the
     process as about the result.
     """
-    figure = _figure(4.6, 4.2)
+    figure = _figure(8.0, 5.0)
     axes = figure.add_subplot()
     plotted = False
     for index, (label, run) in enumerate(zip(labels, runs, strict=True)):
@@ -219,11 +297,22 @@ def core_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> str
         if result is None or result.kind != CORE:
             continue
         values = {metric.name: metric.value for metric in result.metrics}
+        values_se = {metric.name: metric.stderr for metric in result.metrics}
         for (x, y), marker in ((("W", "I"), "o"), (("Ws", "Is"), "s")):
             across, up = values.get(x), values.get(y)
             if across is None or up is None:
                 continue
-            axes.scatter(
+            axes.errorbar(
+                across,
+                up,
+                xerr=values_se.get(x),
+                yerr=values_se.get(y),
+                fmt="none",
+                ecolor=color(index),
+                elinewidth=1,
+                zorder=2,
+            )
+            points = axes.scatter(
                 across,
                 up,
                 s=60,
@@ -232,6 +321,7 @@ def core_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> str
                 label=safe_label(f"{label}: {y} vs {x}"),
                 zorder=3,
             )
+            points.set_gid(f"{MARK_GID}_{index}_{'circle' if marker == 'o' else 'square'}")
             plotted = True
     if not plotted:
         return None
@@ -242,27 +332,36 @@ def core_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> str
     axes.set_ylabel("invariance: I (circles), Is (squares), percent")
     axes.set_title(safe_label(f"{benchmark}: invariance vs process transparency"))
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=7, loc="upper left")
-    return _svg(figure)
+    _legend(figure)
+    return figure
 
 
 def reval_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> str | None:
+    return _svg_or_none(reval_figure(runs, labels, benchmark))
+
+
+def reval_figure(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> Figure | None:
     """REval accuracies per kind (fractions), bars per run."""
     kinds = [label for label, _, _, unit in REVAL_METRICS if unit == FRACTION]
     series = []
     for label, run in zip(labels, runs, strict=True):
         result = run.benchmarks.get(benchmark)
-        metrics = [
-            result.metric(kind) if result and result.kind == REVAL else None for kind in kinds
-        ]
-        series.append((label, [metric.value if metric else None for metric in metrics]))
-    if all(value is None for _, values in series for value in values):
+        series.append(
+            (
+                label,
+                [
+                    result.metric(kind) if result and result.kind == REVAL else None
+                    for kind in kinds
+                ],
+            )
+        )
+    if all(metric is None or metric.value is None for _, metrics in series for metric in metrics):
         return None
-    figure = _figure(max(5.0, 1.0 + 0.9 * len(kinds) * max(1, len(runs)) ** 0.5), 3.0)
+    figure = _figure(max(7.0, 2.5 + 1.0 * len(kinds) * max(1, len(runs)) ** 0.5), 4.0)
     axes = figure.add_subplot()
     _grouped_bars(axes, [kind.replace(" ", "\n", 1) for kind in kinds], series, "%.2f")
     axes.set_ylabel("fraction")
-    axes.set_ylim(0, 1.1)
+    axes.set_ylim(0, 1.18)
     axes.set_title(safe_label(f"{benchmark}: accuracy per kind"))
-    axes.legend(fontsize=7, loc="upper right")
-    return _svg(figure)
+    _legend(figure)
+    return figure

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
+from codereasoner.evaluation.report.compare import Comparison, compare
 from codereasoner.evaluation.report.data import (
     CORE,
     FRACTION,
@@ -36,6 +37,7 @@ __all__ = [
     "Row",
     "Table3",
     "average_text",
+    "cell_text",
     "choose_labels",
     "headline_metrics",
     "headline_scores",
@@ -59,6 +61,8 @@ class Column:
     benchmark: str
     metric: str
     scaled: bool = False  # stored as a fraction, shown x100
+    common: int | None = None  # where the runs hold different items: the items they all hold
+    comparable: bool = True  # False: different items, scores not recomputable over common ones
 
     @property
     def name(self) -> str:
@@ -72,6 +76,8 @@ class Row:
     label: str
     path: str
     scores: tuple[float | None, ...]
+    self_check: bool = False  # the oracle's run: shown, never the best
+    errors: tuple[float | None, ...] = ()  # each score's standard error (percent), or None
 
     @property
     def average(self) -> float | None:
@@ -81,6 +87,12 @@ class Row:
     @property
     def complete(self) -> bool:
         return all(score is not None for score in self.scores)
+
+    def error(self, column: int) -> float | None:
+        """The standard error of the column's score (None: unknown or no score)."""
+        if column >= len(self.errors) or self.scores[column] is None:
+            return None
+        return self.errors[column]
 
 
 @dataclass(frozen=True)
@@ -92,8 +104,16 @@ class Table3:
         """The rows holding each column's best score (:func:`best_values`), and those holding
         the best avg among the runs that have every column (a run lacking a hard benchmark
         would otherwise win the average by its absence)."""
-        by_column = [[row.scores[index] for row in self.rows] for index in range(len(self.columns))]
-        averages = [row.average if row.complete else None for row in self.rows]
+        rows = self.rows
+        by_column = [
+            [None if row.self_check or not column.comparable else row.scores[index] for row in rows]
+            for index, column in enumerate(self.columns)
+        ]
+        comparable = all(column.comparable for column in self.columns)
+        averages = [
+            row.average if row.complete and not row.self_check and comparable else None
+            for row in rows
+        ]
         return [best_values(scores) for scores in by_column], best_values(averages)
 
     def missing(self, row: Row) -> list[str]:
@@ -103,9 +123,22 @@ class Table3:
     def footnote(self) -> str:
         names = ", ".join(column.name for column in self.columns) or "none"
         scaled = ", ".join(column.name for column in self.columns if column.scaled)
-        text = f"avg: the unweighted mean of the headline scores in percent ({names})."
+        text = (
+            f"avg: the unweighted mean of the headline scores in percent ({names}); "
+            "\u00b1: a score's standard error (none for avg)."
+        )
         if scaled:
             text += f" Stored as fractions, shown x100: {scaled}."
+        common = [c for c in self.columns if c.common is not None and c.comparable]
+        if common:
+            shown = ", ".join(f"{c.name} ({c.common})" for c in common)
+            text += (
+                f" Runs hold different items in {shown}: those scores are over the items they "
+                "all hold."
+            )
+        apart = [c.name for c in self.columns if not c.comparable]
+        if apart:
+            text += f" Not comparable (different items, none marked best): {', '.join(apart)}."
         if not all(row.complete for row in self.rows):
             text += (
                 f" {MISSING_MARK}: the run lacks some columns (shown -); its avg is over those "
@@ -122,8 +155,10 @@ class Table3:
                     "label": row.label,
                     "path": row.path,
                     "scores": {c.name: s for c, s in zip(self.columns, row.scores, strict=True)},
+                    "stderr": {c.name: row.error(i) for i, c in enumerate(self.columns)},
                     "avg": row.average,
                     "missing": self.missing(row),
+                    "self_check": row.self_check,
                 }
                 for row in self.rows
             ],
@@ -133,6 +168,12 @@ class Table3:
 
 def score_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def cell_text(row: Row, column: int) -> str:
+    """The row's score in the column, with ``\u00b1 se`` when its standard error is known."""
+    value, error = row.scores[column], row.error(column)
+    return score_text(value) + ("" if value is None or error is None else f" \u00b1 {error:.2f}")
 
 
 def average_text(row: Row) -> str:
@@ -164,15 +205,22 @@ def _percent(metric: Metric | None) -> float | None:
     return 100 * metric.value if metric.unit == FRACTION else metric.value
 
 
+def _percent_error(metric: Metric | None) -> float | None:
+    if metric is None or metric.value is None or metric.stderr is None:
+        return None
+    return 100 * metric.stderr if metric.unit == FRACTION else metric.stderr
+
+
 def table3(runs: Sequence[Run], labels: Sequence[str]) -> Table3:
     """The table of ``runs`` (rows in the order given, labelled ``labels``)."""
+    comparisons = {name: compare(runs, name) for name in benchmark_names(runs)}
     cells = [
         {
-            (name, metric): found
+            (name, metric): _compared(comparisons[name], runs, r, found)
             for name, result in run.benchmarks.items()
             for metric, found in headline_metrics(result)
         }
-        for run in runs
+        for r, run in enumerate(runs)
     ]
     columns: list[Column] = []
     for name in benchmark_names(runs):
@@ -184,14 +232,31 @@ def table3(runs: Sequence[Run], labels: Sequence[str]) -> Table3:
                     for run in cells
                     if (got := run.get((benchmark, metric))) is not None and got.value is not None
                 }
-                columns.append(Column(name, metric, FRACTION in units))
+                comparison = comparisons[name]
+                common = None if comparison.same else comparison.common
+                columns.append(
+                    Column(name, metric, FRACTION in units, common, comparison.comparable)
+                )
     rows = tuple(
         Row(
-            label, str(run.path), tuple(_percent(got.get((c.benchmark, c.metric))) for c in columns)
+            label,
+            str(run.path),
+            tuple(_percent(got.get((c.benchmark, c.metric))) for c in columns),
+            run.self_check,
+            tuple(_percent_error(got.get((c.benchmark, c.metric))) for c in columns),
         )
         for label, run, got in zip(labels, runs, cells, strict=True)
     )
     return Table3(tuple(columns), rows)
+
+
+def _compared(
+    comparison: Comparison, runs: Sequence[Run], run: int, found: Metric | None
+) -> Metric | None:
+    """The run's metric over the items every run holds, where the runs' items differ."""
+    if found is None or comparison.same:
+        return found
+    return comparison.compared(runs, run, found.name)
 
 
 def choose_labels(runs: Sequence[Run], given: Sequence[str], layout: str) -> list[str]:

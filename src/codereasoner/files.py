@@ -1,0 +1,60 @@
+"""Crash-safe file writes, shared by every layer: a file is replaced whole or not at all.
+
+:func:`replacing` hands out a temporary path beside the target (same folder, so the final rename
+is atomic; the target's suffix kept, so writers that infer a format from it still work); when the
+block ends without an exception the file is fsynced, renamed over the target and the folder
+fsynced; otherwise the temporary file is removed. A reader, a crash or a kill at any moment sees
+the old file or the new one, never a half-written one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["fsync_path", "replacing", "umask", "write_atomic"]
+
+
+def umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def fsync_path(path: Path) -> None:
+    """fsync a file or a folder (a folder: so that a rename into it is durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A temporary path to write ``path``'s new content to; see the module docstring."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(handle)
+    temporary = Path(name)
+    try:
+        yield temporary
+        os.chmod(temporary, 0o666 & ~umask())  # as a plainly created file (mkstemp: 0600)
+        fsync_path(temporary)
+        os.replace(temporary, path)
+        fsync_path(path.parent)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) so that a crash leaves either the old or the new
+    file."""
+    with replacing(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")

@@ -1,0 +1,331 @@
+"""Reports over runs of different item subsets, made by the real CLI (``eval --limit``): item
+counts, scores over the common items, the oracle's self-check label, standard errors, readable
+plots (legends beside the data) and failure boxes that lead with the question.
+
+The runs: the oracle on 10 and on 20 items (self-checks), a scripted server on 10 items
+answering 5 right ("small"), one on 20 items answering right only the 10 beyond the first 10
+("large"), and one on 20 items wrong only where small is right ("wide", 75%). small's and
+large's own scores tie (50%); over the 10 common items small leads 50% to 0%: only a comparison
+on the common items stars small, and the oracle's 100% is never starred. The self-checks never
+shrink the common items: beside the 10-item oracle, large and wide compare on their 20.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from codereasoner.evaluation.report import load_runs, plots
+from codereasoner.evaluation.runner import SELF_CHECK
+from codereasoner.models.replay_server import Query, ReplayServer
+from tests.conftest import SHARED_DATA
+from tests.evaluation.report_stores import legend_overlaps
+
+CODEREASONER = Path(sys.executable).with_name("codereasoner")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+BENCH = "cruxeval-o"
+WRONG = "[ANSWER]\nNone\n[/ANSWER]"
+
+pytestmark = pytest.mark.skipif(
+    not (SHARED_DATA / "cruxeval").exists(), reason="shared CRUXEval data not present"
+)
+
+
+def codereasoner(*args: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CODEREASONER), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200", **env},
+    )
+
+
+def evaluate(out: Path, model: str, limit: int, bench: str = BENCH) -> None:
+    done = codereasoner(
+        "eval", "--model", model, "--bench", bench, "--limit", str(limit),
+        "--data-dir", SHARED_DATA, "--out", out, "--workers", "2",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def answers(store: Path) -> dict[str, str]:
+    """The oracle's completion of each prompt of the benchmark in a run store."""
+    with sqlite3.connect(store / "run.sqlite") as connection:
+        return dict(
+            connection.execute(
+                "SELECT p.text, c.text FROM completions c JOIN prompts p ON p.hash = c.prompt_hash "
+                "JOIN items i ON i.prompt_hash = p.hash WHERE i.benchmark = ?",
+                (BENCH,),
+            )
+        )
+
+
+def verdicts(store: Path) -> list[int]:
+    with sqlite3.connect(store / "run.sqlite") as connection:
+        rows = connection.execute("SELECT correct FROM scores WHERE benchmark = ?", (BENCH,))
+        return [int(correct) for (correct,) in rows]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("subsets")
+    found = {name: root / name for name in ("oracle", "oracle-20", "small", "large", "wide")}
+    evaluate(found["oracle"], "oracle", 10, f"{BENCH},core-probe,reval")
+    evaluate(found["oracle-20"], "oracle", 20)
+    first, every = answers(found["oracle"]), answers(found["oracle-20"])
+
+    half = set(sorted(first)[:5])
+
+    def small(query: Query) -> str:  # right on 5 of the first 10 items
+        return first[query.prompt] if query.prompt in half else WRONG
+
+    def large(query: Query) -> str:  # right only on the items beyond the first 10
+        return WRONG if query.prompt in first else every.get(query.prompt, WRONG)
+
+    with ReplayServer(reply=small, model="small") as server:
+        evaluate(found["small"], f"openai:small@{server.url}", 10)
+
+    def wide(query: Query) -> str:  # wrong only where small is right
+        return WRONG if query.prompt in half else every.get(query.prompt, WRONG)
+
+    with ReplayServer(reply=large, model="large") as server:
+        evaluate(found["large"], f"openai:large@{server.url}", 20)
+    with ReplayServer(reply=wide, model="wide") as server:
+        evaluate(found["wide"], f"openai:wide@{server.url}", 20)
+    return found
+
+
+def report(*args: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
+    done = codereasoner("report", *args, **env)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_counts_and_the_common_items_decide_the_comparison(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    paths = [runs["oracle"], runs["small"], runs["large"]]
+    summary = json.loads(report(*paths, "--out", tmp_path / "r.html", "--json").stdout)
+    labels = [run["label"] for run in summary["runs"]]
+    assert labels == ["oracle", "small", "large"]  # short names, not the servers' URLs
+    assert [run["self_check"] for run in summary["runs"]] == [True, False, False]
+    assert summary["items"][BENCH] == {
+        "items": {"oracle": 10, "small": 10, "large": 20},
+        "common_items": 10,
+        "same_items": False,
+        "comparable": True,
+        "own_items": [],  # the oracle holds exactly the 10 common items
+    }
+    own = summary["scores"][BENCH]["pass@1"]
+    large = verdicts(runs["large"])
+    assert own["large"] == pytest.approx(100 * statistics.fmean(large))
+    assert own == {"oracle": 100.0, "small": 50.0, "large": 50.0}
+    common = summary["common_item_scores"][BENCH]["pass@1"]
+    assert common == {"oracle": 100.0, "small": 50.0, "large": 0.0}
+    # the standard error over items: the sample standard deviation of per-item pass@1 / sqrt(n)
+    error = summary["stderr"][BENCH]["pass@1"]["large"]
+    assert error == pytest.approx(100 * statistics.stdev(large) / math.sqrt(len(large)))
+
+
+def test_the_terminal_table_stars_on_the_common_items_only(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    paths = (runs["oracle"], runs["small"], runs["large"])
+    out = report(*paths, "--out", tmp_path / "r.html", FORCE_COLOR="1").stdout
+    assert "oracle (SELF-CHECK)" in out and SELF_CHECK in out
+    lines = out.splitlines()
+    items = next(line for line in lines if "items, common: 10" in line)
+    assert [cell.strip() for cell in items.split("│")[3:6]] == ["10", "10", "20"]
+    (row,) = [line.split("│")[3:6] for line in lines if "pass@1" in line]
+    assert ["\x1b[1" in cell for cell in row] == [False, True, False]  # small, on the 10
+
+
+def test_labels_are_markup_safe_and_name_every_layout(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "r.html"
+    done = report(runs["small"], runs["large"], "--label", "run[/b] one", "--out", out)
+    assert "run[/b] one" in done.stdout and "Traceback" not in done.stderr
+    page = out.read_text()
+    assert "run[/b] one" in page and ">large</th>" in page
+
+
+def figures(runs: dict[str, Path]) -> list[Figure]:
+    loaded = load_runs([runs["oracle"], runs["small"], runs["large"]])
+    labels = ["oracle", "small", "large"]
+    found = [
+        plots.scores_figure(loaded, labels),
+        plots.passk_figure(loaded, labels, BENCH),
+        plots.reval_figure(loaded, labels, "reval"),
+        plots.breakdown_figure(loaded, labels, "reval", 0),
+    ]
+    return [figure for figure in found if figure is not None]
+
+
+def test_legends_sit_beside_the_bars_and_fonts_are_readable(runs: dict[str, Path]) -> None:
+    shown = figures(runs)
+    assert len(shown) == 4
+    for figure in shown:
+        canvas = FigureCanvasAgg(figure)
+        figure.draw(canvas.get_renderer())
+        renderer = canvas.get_renderer()
+        (legend,) = figure.legends
+        box = legend.get_window_extent(renderer)
+        marks = [patch for axes in figure.axes for patch in axes.patches]
+        marks += [line for axes in figure.axes for line in axes.lines]
+        marks += [group for axes in figure.axes for group in axes.collections]
+        assert marks
+        for mark in marks:
+            extent = mark.get_window_extent(renderer)
+            if extent.width > 0 or extent.height > 0:
+                assert not box.overlaps(extent), (figure.axes[0].get_title(), extent, box)
+        assert figure.get_figwidth() >= 5.5
+        assert min(text.get_fontsize() for text in legend.get_texts()) >= 9
+
+
+def test_the_headline_plot_shows_every_benchmark_with_counts(runs: dict[str, Path]) -> None:
+    loaded = load_runs([runs["oracle"], runs["large"]])
+    figure = plots.scores_figure(loaded, ["oracle", "large"])
+    assert figure is not None
+    ticks = [tick.get_text() for tick in figure.axes[0].get_xticklabels()]
+    assert [tick.split("\n")[0] for tick in ticks] == ["core-probe", BENCH, "reval"]
+    # one count per run, in run order ('-': the run lacks it); the self-check is not compared
+    assert ticks[1].endswith("n=10/20") and ticks[0].endswith("n=14/-")
+    # the bars: each run's own score (large: 50% on its 20; the oracle: 100% on its 10)
+    bars = [patch.get_height() for patch in figure.axes[0].patches]
+    assert bars == [100.0, 100.0, 100.0, 50.0]
+    order = plots.scores_figure(load_runs([runs["large"], runs["small"], runs["wide"]]), "lsw")
+    assert order is not None
+    (tick,) = [tick.get_text() for tick in order.axes[0].get_xticklabels()]
+    assert tick.endswith("n=20/10/20\non 10 common")  # not deduplicated, not sorted
+
+
+def test_a_self_check_never_shrinks_the_common_items(runs: dict[str, Path], tmp_path: Path) -> None:
+    paths = (runs["oracle"], runs["large"], runs["wide"])
+    out = tmp_path / "r.html"
+    summary = json.loads(report(*paths, "--out", out, "--json").stdout)
+    assert summary["items"][BENCH] == {
+        "items": {"oracle": 10, "large": 20, "wide": 20},
+        "common_items": 20,  # large's and wide's, not the oracle's 10
+        "same_items": True,
+        "comparable": True,
+        "own_items": ["oracle"],
+    }
+    assert summary["scores"][BENCH]["pass@1"] == {"oracle": 100.0, "large": 50.0, "wide": 75.0}
+    assert BENCH not in summary["common_item_scores"]
+    page = out.read_text()
+    scores = page[page.index('class="scores"') :]
+    scores = scores[: scores.index("</table>")]
+    assert "on its own 10 items" in scores and "a SELF-CHECK on its own items" in scores
+    crux = scores[scores.index(f">{BENCH}<") :]
+    row = crux[crux.index("pass@1") : crux.index("</tr>", crux.index("pass@1"))]
+    cells = row.split("<td")[1:]
+    values = [re.sub(r"<[^>]*>", "", cell.split(">", 1)[1]).split(" ")[0] for cell in cells]
+    assert values == ["100.00", "50.00", "75.00"]
+    assert ['class="best"' in cell for cell in cells] == [False, False, True]
+    table = json.loads(report(*paths, "--layout", "table3", "--json", "--out", out).stdout)
+    rows = table["table3"]["rows"]
+    assert [row["scores"][f"{BENCH} pass@1"] for row in rows] == [100.0, 50.0, 75.0]
+
+
+def test_failure_boxes_lead_with_the_question(runs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    report(runs["small"], "--out", out, "--examples", "2")
+    page = out.read_text()
+    (run,) = load_runs([runs["small"]], examples=2)
+    failure = next(iter(run.benchmarks[BENCH].failures.values()))[0]
+    assert failure.prompt and 0 < failure.preamble < len(failure.prompt)
+    preamble, question = failure.prompt[: failure.preamble], failure.question
+    assert question and "assert f(" in question and question not in preamble
+    box = page[page.index('<details class="failure"') :]
+    box = box[: box.index("</dl></details>")]
+    assert box.index('class="question"') < box.index("full prompt") < box.index("<details>")
+
+
+def browser(tmp_path: Path) -> list[str]:
+    return [
+        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
+        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,1600",
+    ]  # fmt: skip
+
+
+def dom_and_shot(page: Path, tmp_path: Path) -> tuple[str, Path]:
+    command = browser(tmp_path)
+    shot = tmp_path / "shot.png"
+    subprocess.run([*command, f"--screenshot={shot}", page.as_uri()], timeout=90, check=True,
+                   capture_output=True)  # fmt: skip
+    dom = subprocess.run(
+        [*command, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=90
+    ).stdout
+    return dom, shot
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+def test_headless_chromium_shows_counts_common_items_and_the_self_check(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    out = tmp_path / "report.html"
+    report(runs["oracle"], runs["small"], runs["large"], "--out", out)
+    dom, shot = dom_and_shot(out, tmp_path)
+    scores = dom[dom.index('class="scores"') :]
+    scores = scores[: scores.index("</table>")]
+    assert "scores over the 10 they all hold" in scores
+    assert "own: 50.00" in scores and "on 20 items" in scores
+    assert scores.count(">SELF-CHECK</span>") == 1 and SELF_CHECK in dom
+    crux = scores[scores.index(f">{BENCH}<") :]
+    start = crux.index("pass@1")
+    row = crux[start : crux.index("</tr>", start)]
+    cells = row.split("<td")[1:]
+    assert ['class="best"' in cell for cell in cells] == [False, True, False]
+    # REval's by-source table (six columns per run) scrolls in its own box, headed by labels
+    reval = dom[dom.index("<h2>reval</h2>") :]
+    table = reval[reval.index('<table class="breakdown"') - len('<div class="wide">') :]
+    assert table.startswith('<div class="wide"><table class="breakdown"')
+    head = table[: table.index("</tr>")]
+    assert ">large</th>" in head and "127.0.0.1" not in re.sub(r'title="[^"]*"', "", head)
+    with Image.open(shot) as image:
+        assert image.size == (1280, 1600)
+        colours: Any = image.convert("RGB").getcolors(maxcolors=1 << 20) or []
+    assert len(colours) > 200
+    # no legend covers a bar or point (it once hid the oracle's REval bar), as Chromium lays
+    # the page out; moved over the data, the same legends are caught
+    found = legend_overlaps(str(CHROMIUM), out, tmp_path)
+    assert found["plots"] == dom.count("<svg") >= 4 and found["marks"] >= 20
+    assert found["overlaps"] == []
+    assert legend_overlaps(str(CHROMIUM), out, tmp_path, moved=True)["overlaps"]
+
+
+def test_table3_compares_on_the_common_items_too(runs: dict[str, Path], tmp_path: Path) -> None:
+    paths = (runs["oracle-20"], runs["small"], runs["large"])
+    out = tmp_path / "r.html"
+    summary = json.loads(report(*paths, "--layout", "table3", "--json", "--out", out).stdout)
+    table = summary["table3"]
+    assert table["columns"] == [f"{BENCH} pass@1"]
+    scores = [row["scores"][f"{BENCH} pass@1"] for row in table["rows"]]
+    assert scores == [100.0, 50.0, 0.0]  # over the 10 items all three hold
+    assert [row["self_check"] for row in table["rows"]] == [True, False, False]
+    assert f"{BENCH} pass@1 (10): those scores are over the items they all hold" in table["note"]
+    section = out.read_text()
+    section = section[section.index('id="table3"') : section.index('id="runs"')]
+    assert "on 10 common" in section
+    assert [cell.startswith(' class="best"') for cell in section.split("<td")[1:]] == [
+        False, False, False,  # oracle: name, score, avg (a self-check: never best)
+        False, True, True,  # small: 50 over the common items, the best score and avg
+        False, False, False,  # large: 0 over the common items (50 over all its own)
+    ]  # fmt: skip
