@@ -99,9 +99,8 @@ def _check_out(out: Path, runs: list[Path]) -> None:
     """Refuse (one line) an --out that is a folder, lies in a folder that does not exist (or is
     a file), or would replace a run's own file (its store, the store's journals, its
     results.json or lock): symlinks and '..' resolved."""
-    from codereasoner.evaluation.runner import RESULTS_JSON
-    from codereasoner.evaluation.store import STORE_NAME, store_path
-    from codereasoner.synth.writer import LOCK_FILE
+    from codereasoner.evaluation.runner import run_file_at
+    from codereasoner.evaluation.store import store_path
 
     if out.is_dir():
         fail(f"--out {out}: is a directory; give the HTML file's path")
@@ -110,17 +109,10 @@ def _check_out(out: Path, runs: list[Path]) -> None:
         fail(f"--out {out}: folder {parent} does not exist")
     if not parent.is_dir():
         fail(f"--out {out}: {parent} is not a folder")
-    target = out.resolve()
     for run in runs:
-        store = store_path(run).resolve()
-        folder = store.parent
-        owned = {
-            store,
-            *(store.with_name(store.name + end) for end in ("-wal", "-shm", "-journal")),
-        }
-        owned |= {folder / STORE_NAME, folder / RESULTS_JSON, folder / LOCK_FILE}
-        if target in owned:
-            fail(f"--out {out}: that is run {run}'s own file ({target.name}); give another file")
+        kept = run_file_at(out, store_path(run).resolve())
+        if kept is not None:
+            fail(f"--out {out}: that is run {run}'s own file ({kept.name}); give another file")
 
 
 def summary(

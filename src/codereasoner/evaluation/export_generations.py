@@ -18,7 +18,6 @@ config (style as the runner resolved it for the benchmark, extraction, grading, 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sqlite3
 from dataclasses import dataclass
@@ -28,13 +27,11 @@ from typing import Any
 from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark, DataUnavailable
 from codereasoner.evaluation.families import family_of
-from codereasoner.evaluation.runner import RESULTS_JSON, RunError, style_for
+from codereasoner.evaluation.runner import RunError, run_file_at, style_for
 from codereasoner.evaluation.store import STORE_NAME, RunStore, connect, store_path
 from codereasoner.files import write_atomic
-from codereasoner.synth.writer import LOCK_FILE
 
 FORMATS = ("jsonl", "official")
-SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")  # a SQLite database's files
 
 
 class ExportError(ValueError):
@@ -114,19 +111,9 @@ def _check_out(out: Path, store: Path, *, force: bool) -> None:
             if not parent.is_dir():
                 raise ExportError(f"--out {out}: {parent} is not a folder")
             break
-    kept = [store.with_name(store.name + suffix) for suffix in SQLITE_SUFFIXES]
-    folder = store.parent
-    kept += [folder / (STORE_NAME + suffix) for suffix in SQLITE_SUFFIXES]
-    kept += [folder / LOCK_FILE, folder / RESULTS_JSON]
-    target = out.resolve()
-    for path in kept:
-        same = path.resolve() == target or (
-            out.exists() and path.exists() and os.path.samefile(out, path)
-        )
-        if same:
-            raise ExportError(
-                f"--out {out}: that is the run's own {path.name}; give another file name"
-            )
+    kept = run_file_at(out, store)
+    if kept is not None:
+        raise ExportError(f"--out {out}: that is the run's own {kept.name}; give another file name")
     if out.exists() and not force:
         raise ExportError(f"--out {out}: already exists; pass --force to replace it")
 

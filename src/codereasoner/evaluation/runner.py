@@ -39,13 +39,19 @@ from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks import Benchmark
 from codereasoner.evaluation.families import Family, RunReport, family_of, load_report
 from codereasoner.evaluation.reports import Report
-from codereasoner.evaluation.store import ItemRow, RunStore, StoredCompletion, store_path
+from codereasoner.evaluation.store import (
+    STORE_NAME,
+    ItemRow,
+    RunStore,
+    StoredCompletion,
+    store_path,
+)
 from codereasoner.execution import Limits, Pool, SandboxUnavailable
 from codereasoner.execution.sandbox import ISOLATION_MODES
 from codereasoner.files import write_atomic
 from codereasoner.models.base import Backend, Completion, Request, Sampling, model_identity
 from codereasoner.models.base import prompt_hash as hash_prompt
-from codereasoner.synth.writer import FolderBusy, exclusive
+from codereasoner.synth.writer import LOCK_FILE, FolderBusy, exclusive
 from codereasoner.tasks import Extracted, Extraction, Grading, Item, Score
 
 __all__ = [
@@ -70,6 +76,24 @@ FIXED = ("sampling", "style", "extraction", "grading", "chat", "limit")
 ORACLE = "oracle"
 SELF_CHECK = "SELF-CHECK: the oracle answers from the ground truth; this is not a model score"
 RESULTS_JSON = "results.json"  # the summary of the last run (done or failed), beside run.sqlite
+SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")  # a SQLite database's files
+
+
+def run_file_at(out: Path, store: Path) -> Path | None:
+    """The file of the run whose store is ``store`` that writing ``out`` would replace (its
+    store and the store's journals, under either spelling, its lock, its ``results.json``),
+    however ``out`` is spelt (symlinks, ``..``, hard links); None when ``out`` is none of them."""
+    folder = store.parent
+    kept = [store.with_name(store.name + suffix) for suffix in SQLITE_SUFFIXES]
+    kept += [folder / (STORE_NAME + suffix) for suffix in SQLITE_SUFFIXES]
+    kept += [folder / LOCK_FILE, folder / RESULTS_JSON]
+    target = out.resolve()
+    for path in kept:
+        if path.resolve() == target or (
+            out.exists() and path.exists() and os.path.samefile(out, path)
+        ):
+            return path
+    return None
 
 
 class RunError(RuntimeError):
