@@ -20,6 +20,7 @@ LAYERS = (
     "tasks",
     "models",
     "synth",
+    "programs",
     "benchmarks",
     "evaluation",
     "training",

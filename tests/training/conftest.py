@@ -52,3 +52,41 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
         done = cli(*command, cwd=folder)
         assert done.returncode == 0, done.stderr
     return Exported(folder / "sft.jsonl", folder / "grpo.jsonl")
+
+
+@dataclass(frozen=True)
+class ProbeDistill:
+    """A distillation with the probe direction: its cases folder and its output folder."""
+
+    synth: Path
+    out: Path
+    wrong: float
+    port: int  # the teacher's: a resumed run names the same teacher
+
+
+@pytest.fixture(scope="session")
+def probe_distill(tmp_path_factory: pytest.TempPathFactory) -> ProbeDistill:
+    """synth -> distill of all three directions by the replay teacher (some answers wrong)."""
+    from typer.testing import CliRunner
+
+    from codereasoner.cli import app
+    from codereasoner.models.replay_server import ReplayServer
+    from codereasoner.training.cases import read_cases
+    from codereasoner.training.replay_teacher import ReplayTeacher, probes_of
+    from tests.conftest import synth_cases
+
+    folder = tmp_path_factory.mktemp("probe-distill")
+    synth = synth_cases(folder / "synth", n=16, seed=5)
+    cases = read_cases(synth / "cases.jsonl")
+    wrong = 0.3
+    teacher = ReplayTeacher(cases, wrong=wrong, probes=probes_of(cases, 2))
+    out = folder / "distill"
+    with ReplayServer(reply=teacher.reply, model="teacher") as server:
+        args = ["--teacher", f"openai:teacher@{server.url}", "--cases", str(synth)]
+        more = ["--directions", "forward,backward,probe", "--k", "3", "--workers", "2"]
+        done = CliRunner().invoke(
+            app, ["distill", *args, "--out", str(out), *more], catch_exceptions=False
+        )
+        port = server.port
+    assert done.exit_code == 0, done.output
+    return ProbeDistill(synth, out, wrong, port)

@@ -137,6 +137,7 @@ def test_trl_grpo(source: Path, tmp_path: Path) -> None:
         "call",
         "target",
         "case_id",
+        "probes",
     ]
     assert ds.num_rows == 4  # the unverified record too
     for row, record in zip(ds, RECORDS, strict=True):
@@ -148,6 +149,7 @@ def test_trl_grpo(source: Path, tmp_path: Path) -> None:
             "call": "f(171)",
             "target": record["output"],
             "case_id": record["case_id"],
+            "probes": "[]",  # records distilled without probed values
         }
 
 
@@ -221,6 +223,7 @@ def test_verl(source: Path, tmp_path: Path) -> None:
                     "case_id": record["case_id"],
                     "split": "test",
                     "index": index,
+                    "probes": "[]",
                 },
             }
 
@@ -293,8 +296,8 @@ def test_bad_inputs(source: Path, tmp_path: Path) -> None:
     _write_lines(bad, good, json.dumps(wrong))
     message = one_error("--from", bad, "-f", "trl-grpo", "-o", out)
     assert message.endswith(
-        f'{bad / "distilled.jsonl"}:2: field \'direction\' expected "forward" or "backward", '
-        'got a string "sideways"'
+        f"{bad / 'distilled.jsonl'}:2: field 'direction' expected one of \"forward\", "
+        '"backward", "probe", got a string "sideways"'
     )
     no_code = {key: value for key, value in RECORDS[1].items() if key != "code"}
     _write_lines(bad, good, "", json.dumps(no_code))
@@ -411,5 +414,5 @@ def test_library_errors(source: Path, tmp_path: Path) -> None:
     with pytest.raises(ExportError, match="expected one of"):
         export(source, "jsonl", tmp_path / "x")
     summary = export(source, "trl-grpo", tmp_path / "deep" / "er" / "x.jsonl")
-    assert summary.rows == {"forward": 2, "backward": 2}
+    assert summary.rows == {"forward": 2, "backward": 2, "probe": 0}
     assert summary.files == (tmp_path / "deep" / "er" / "x.jsonl",)

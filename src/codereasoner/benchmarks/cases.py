@@ -9,6 +9,13 @@ the sandbox runs, and the case's method, control structures and depth as metadat
 keeps a case's two items together. With ``hints`` (distillation's ``--hint trace``), each item
 carries a trace of the case's call in ``fields["hint"]``, which the prompt shows.
 
+A third direction, ``probe`` (task ``case_probe``), asks about an intermediate state of the
+call: one item per probe of the case (:mod:`codereasoner.programs.probes`, from our trace of
+the call; ``case_items(..., probes=...)`` takes them, training makes them with
+``training.cases.case_probes``), id ``<case id>/probe/<n>``, the probe's question in
+``fields["question"]`` and its exact truth as the item's truth. The benchmark itself asks the
+two directions that need no trace.
+
 There is no upstream: the data is the user's own synthesis output, given with ``--data-dir``
 (the folder or its ``cases.jsonl``). Nothing is downloaded, and without ``--data-dir`` the
 benchmark's data is never available, so ``eval`` without ``--bench`` leaves it out.
@@ -19,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codereasoner import values
 from codereasoner.benchmarks.cache import LOCAL, DataUnavailable, Source
@@ -27,7 +34,12 @@ from codereasoner.benchmarks.records import read_jsonl
 from codereasoner.benchmarks.spec import Benchmark
 from codereasoner.execution import CallSyntaxError, parse_call
 from codereasoner.tasks import Item
-from codereasoner.tasks.case_reasoning import BACKWARD_TASK, DIRECTIONS, FORWARD_TASK
+from codereasoner.tasks.case_probe import PROBE_TASK
+from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK
+from codereasoner.tasks.case_reasoning import DIRECTIONS as REASONING_DIRECTIONS
+
+if TYPE_CHECKING:
+    from codereasoner.programs.probes import Probe
 
 __all__ = [
     "BENCHMARKS",
@@ -35,14 +47,19 @@ __all__ = [
     "CASES_FILE",
     "DIRECTIONS",
     "NAME",
+    "PROBE",
+    "REASONING_DIRECTIONS",
     "Case",
     "case_items",
     "cases_folder",
     "check_directions",
+    "probe_metadata",
     "read_cases",
 ]
 
 NAME = "cases"  # the benchmark, and Item.benchmark of every case item
+PROBE = "probe"
+DIRECTIONS = {**REASONING_DIRECTIONS, PROBE: PROBE_TASK}  # direction -> task kind
 CASES_FILE = "cases.jsonl"
 _FIELDS: dict[str, type | tuple[type, ...]] = {
     "id": str,
@@ -125,10 +142,11 @@ def _case(where: str, record: Mapping[str, Any]) -> Case:
 
 
 def check_directions(directions: Sequence[str]) -> None:
-    """ValueError unless ``directions`` names forward and/or backward, and nothing else."""
+    """ValueError unless ``directions`` names some of forward, backward and probe, and
+    nothing else."""
     if not directions or any(name not in DIRECTIONS for name in directions):
         raise ValueError(
-            f"--directions: expected forward and/or backward, got "
+            f"--directions: expected some of {', '.join(DIRECTIONS)}, got "
             f"{','.join(directions) or 'nothing'}"
         )
 
@@ -137,13 +155,26 @@ def case_items(
     cases: Iterable[Case],
     directions: Sequence[str],
     hints: Mapping[str, str] | None = None,
+    probes: Mapping[str, Sequence[Probe]] | None = None,
 ) -> list[Item]:
-    """One item per case and direction, case by case (forward before backward)."""
+    """One item per case and direction, case by case (forward, backward, then the case's
+    probes in order); direction ``probe`` needs ``probes`` (per case id; a case without any
+    gets no probe item)."""
     check_directions(directions)
+    if PROBE in directions and probes is None:
+        raise ValueError("direction probe needs the cases' probes")
     items = []
     for case in cases:
-        for direction in (name for name in DIRECTIONS if name in directions):
-            fields = {"hint": hints[case.id]} if hints and case.id in hints else {}
+        fields = {"hint": hints[case.id]} if hints and case.id in hints else {}
+        metadata = {
+            "case_id": case.id,
+            "method": case.method,
+            "depth": case.depth,
+            "control": "+".join(case.control) or "none",
+            "input": case.input,
+            "license": case.license,
+        }
+        for direction in (name for name in REASONING_DIRECTIONS if name in directions):
             items.append(
                 Item(
                     id=f"{case.id}/{direction}",
@@ -154,18 +185,50 @@ def case_items(
                     call=case.call,
                     truth=case.output,
                     fields=fields,
-                    metadata={
-                        "case_id": case.id,
-                        "direction": direction,
-                        "method": case.method,
-                        "depth": case.depth,
-                        "control": "+".join(case.control) or "none",
-                        "input": case.input,
-                        "license": case.license,
-                    },
+                    metadata={**metadata, "direction": direction},
                 )
             )
+        if PROBE in directions and probes is not None:
+            items += _probe_items(case, probes.get(case.id, ()), fields, metadata)
     return items
+
+
+def _probe_items(
+    case: Case, probes: Sequence[Probe], fields: Mapping[str, str], metadata: Mapping[str, Any]
+) -> list[Item]:
+    return [
+        Item(
+            id=f"{case.id}/{PROBE}/{number}",
+            benchmark=NAME,
+            task=PROBE_TASK,
+            program=case.code,
+            entry=case.entry_point,
+            call=case.call,
+            truth=probe.truth,
+            fields={**fields, "question": probe.question},
+            metadata={
+                **metadata,
+                "direction": PROBE,
+                "output": case.output,
+                "probe": probe_metadata(probe),
+            },
+        )
+        for number, probe in enumerate(probes)
+    ]
+
+
+def probe_metadata(probe: Probe) -> dict[str, Any]:
+    """What a probe item records of its probe besides question and truth: kind, dimensions,
+    target line and variable, and the difficulty features."""
+    return {
+        "kind": probe.kind,
+        "dimensions": list(probe.dimensions),
+        "line": probe.line,
+        "name": probe.name,
+        "trace_distance": probe.trace_distance,
+        "nesting_depth": probe.nesting_depth,
+        "operators": probe.operators,
+    }
 
 
 def cases_folder(path: Path) -> Path:
@@ -175,7 +238,7 @@ def cases_folder(path: Path) -> Path:
 
 def parse(paths: Mapping[str, Path]) -> list[Item]:
     """Both directions of every case in the file."""
-    return case_items(read_cases(paths[CASES_FILE]), tuple(DIRECTIONS))
+    return case_items(read_cases(paths[CASES_FILE]), tuple(REASONING_DIRECTIONS))
 
 
 @dataclass(frozen=True, kw_only=True)

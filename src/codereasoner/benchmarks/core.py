@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner import values
-from codereasoner.benchmarks.cache import DataUnavailable, Source
+from codereasoner.benchmarks.cache import LOCAL, DataUnavailable, Source
 from codereasoner.benchmarks.spec import Benchmark, Metrics
 from codereasoner.execution import CallSyntaxError
 from codereasoner.execution.call import check_entry
@@ -81,6 +81,7 @@ EXCLUDED: dict[str, tuple[str, str]] = {
     "Fine/150_38#0": ("f7217c71a3c2", "a TypeError under a false premise: n is the int 1"),
     "Fine/96_16#0": ("5f49e33e1399", "a memory address ('<range_iterator object at 0x...>')"),
 }  # fmt: skip
+BUILD_COMMAND = "core"  # 'codereasoner core build' writes CoRE-style benchmarks (core_build.py)
 NULL_PROBE = "null probe: question, ground_truth and target step are all null"
 DIMENSIONS = {
     "A": ("arithmetic", "modulo", "index"),
@@ -88,7 +89,7 @@ DIMENSIONS = {
     "S": ("state", "accumul", "mutation"),
     "B": ("boundar", "termination", "last iteration", "early", "break", "exit"),
 }
-_FAMILIES = (("deepseek", "DeepSeek"), ("claude", "Claude"), ("gemini", "Gemini"),
+_FAMILIES = (("rewrite:", "rewrite"), ("given", "given"), ("deepseek", "DeepSeek"), ("claude", "Claude"), ("gemini", "Gemini"),
              ("qwen", "Qwen"), ("o1", "OpenAI"), ("4o", "OpenAI"), ("gpt", "OpenAI"))  # fmt: skip
 _JSON = (str, int, float, bool, list, dict, type(None))
 __all__ = ["BENCHMARKS", "IO", "PREAMBLE", "QA", "load", "program", "skipped_probes"]
@@ -427,22 +428,27 @@ def _declare(
     kinds: tuple[str, ...],
     sources: tuple[Source, ...],
     counts: dict[str, int],
+    *,
+    dataset: str = "core",
+    license: str = _LICENSE,
+    upstream: str = UPSTREAM,
+    metric_note: str = "I, Is, W, Ws, RCS x 100 and Cons (both definitions), per-problem means, "
+    "mean of runs (upstream: 3); on the 60-problem release, not the paper's 91",
 ) -> Benchmark:
     return Benchmark(
         name=name,
         title=title,
         description=description,
         tasks=kinds,
-        dataset="core",
+        dataset=dataset,
         sources=sources,
         parse=lambda paths: load(paths, benchmark=name, kinds=kinds),
-        license=_LICENSE,
-        upstream=UPSTREAM,
+        license=license,
+        upstream=upstream,
         counts=counts,
         breakdown="problem",
         breakdown_note="per problem: CoRE scores problems, then averages them",
-        metric_note="I, Is, W, Ws, RCS x 100 and Cons (both definitions), per-problem means, "
-        "mean of runs (upstream: 3); on the 60-problem release, not the paper's 91",
+        metric_note=metric_note,
         metrics=Metrics.INVARIANCE_TRANSPARENCY,
         extraction=Extraction.ROBUST,
         extractions=(Extraction.OFFICIAL, Extraction.ROBUST, Extraction.ANSWER_TAG),
@@ -475,5 +481,24 @@ BENCHMARKS = (
         (PROBE_TASK,),
         (QA,),
         {"items": 238, "probes": 243, "graded_probes": 238, "problems": 60},
+    ),
+    # A benchmark built by 'codereasoner core build' (benchmarks/core_build.py): CoRE's files and
+    # loader, local data only (--data-dir the build folder).
+    _declare(
+        "core-gen",
+        "CoRE-style, generated",
+        "a 'core build' benchmark: output prediction over verified rewrites and exact probes "
+        "from our traces",
+        (OUTPUT_TASK, PROBE_TASK),
+        (
+            Source(IO.filename, "a 'codereasoner core build' output folder", kind=LOCAL),
+            Source(QA.filename, "a 'codereasoner core build' output folder", kind=LOCAL),
+        ),
+        {},
+        dataset="core-gen",
+        metric_note="I, Is, W, Ws, RCS x 100 and Cons (both definitions), per-problem means, "
+        "over the problems of the build",
+        license="as the programs it was built from (see the build's summary.json 'settings')",
+        upstream="generated locally by 'codereasoner core build'",
     ),
 )

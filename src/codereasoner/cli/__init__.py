@@ -16,6 +16,7 @@ import typer
 
 from codereasoner.cli import (
     bench,
+    core,
     demo,
     distill,
     doctor,
@@ -48,6 +49,7 @@ score.register(app)
 bench.register(app)
 report.register(app)
 synth.register(app)
+core.register(app)
 evaluate.register(app)
 distill.register(app)
 export.register(app)

@@ -26,8 +26,15 @@ def distill_command(
     out: Annotated[Path, typer.Option(help="Output folder; the same --out resumes.")],
     k: Annotated[int, typer.Option("--k", help="Teacher samples per case and direction.")] = 4,
     directions: Annotated[
-        str, typer.Option(help="forward (input -> output), backward (output -> input), or both.")
+        str,
+        typer.Option(
+            help="Comma-separated: forward (input -> output), backward (output -> input), "
+            "probe (questions about intermediate states of the call, from our trace)."
+        ),
     ] = "forward,backward",
+    probes_per_case: Annotated[
+        int, typer.Option(help="Probe items per case (direction probe).")
+    ] = 2,
     style: Annotated[
         str,
         typer.Option(help="reasoning (<Reasoning> then <Answer>) or direct (the answer only)."),
@@ -67,7 +74,8 @@ def distill_command(
 
     Every teacher sample and verdict is stored in OUT/run.sqlite as it arrives; re-running
     with the same --out asks the teacher only for what is missing (after a kill -9 too).
-    OUT/distilled.jsonl keeps the shortest verified chain per case and direction.
+    OUT/distilled.jsonl keeps the shortest verified chain per case and direction (per probe for
+    direction probe).
     """
     try:
         backend = load_backend(teacher, concurrency=concurrency, timeout_s=request_timeout)
@@ -80,6 +88,7 @@ def distill_command(
         directions=tuple(part.strip() for part in directions.split(",") if part.strip()),
         style=style,
         hint=hint,
+        probes_per_case=probes_per_case,
         sampling=sampling,
         chat=chat,
         limit=limit,
@@ -137,9 +146,12 @@ def _print(summary: DistillSummary) -> None:
         ("direction", "by_direction"),
         ("control depth", "by_depth"),
         ("method type", "by_type"),
+        ("probe kind", "by_probe_kind"),
+        ("dimension", "by_dimension"),
     )
     for title, key in tables:
-        _table(title, summary.tables[key])
+        if key in summary.tables:
+            _table(title, summary.tables[key])
     reasons = summary.tables["rejections"]
     text = ", ".join(f"{name} {count}" for name, count in reasons.items()) or "none"
     console.print(f"rejected samples: {safe_markup(text)}", highlight=False)

@@ -10,6 +10,7 @@ import typer
 from codereasoner.cli.common import check_parents, fail, safe_text
 from codereasoner.training.export import (
     DATASET_INFO,
+    DIRECTIONS,
     FORMATS,
     LLAMAFACTORY_NAMES,
     VERL_DATA_SOURCE,
@@ -21,7 +22,7 @@ from codereasoner.training.export import (
 FORMAT_HELP = (
     "What to write. trl-sft: JSONL of conversational 'messages' (user prompt, assistant "
     "completion), verified records only. trl-grpo: JSONL of 'prompt' (chat list) plus the reward "
-    "columns direction, code, entry_point, call, target, case_id; every record. "
+    "columns direction, code, entry_point, call, target, case_id, probes; every record. "
     "llamafactory-alpaca / llamafactory-sharegpt: a LLaMA-Factory dataset_dir, verified records "
     "only. verl: parquet (needs pyarrow, in the train extra) with data_source "
     f"'{VERL_DATA_SOURCE}' (verl selects the reward by it), prompt, ability 'code', reward_model "
@@ -52,8 +53,9 @@ def export_command(
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help=OUT_HELP, show_default=False)],
     directions: Annotated[
-        str, typer.Option(help="Directions to export, comma-separated: forward, backward.")
-    ] = "forward,backward",
+        str,
+        typer.Option(help="Directions to export, comma-separated: forward, backward, probe."),
+    ] = ",".join(DIRECTIONS),
     split: Annotated[str, typer.Option(help="verl only: the extra_info.split value.")] = "train",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out.")] = False,
 ) -> None:

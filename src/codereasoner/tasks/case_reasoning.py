@@ -93,7 +93,7 @@ def last_answer(text: str) -> Extracted:
     return found_or_failure(found[-1].strip(), "empty <Answer>", text, empty_ok=False)
 
 
-class _CaseKind(PlannedTask):
+class CaseKind(PlannedTask):
     name: str
     styles = tuple(ReasoningStyle)
 
@@ -135,7 +135,7 @@ class _CaseKind(PlannedTask):
         return f"<Reasoning>{THOUGHT}</Reasoning>\n{answer}"
 
 
-class CaseForward(_CaseKind):
+class CaseForward(CaseKind):
     """Input -> output: the answer is a literal, compared with the case's output."""
 
     name = FORWARD_TASK
@@ -147,7 +147,7 @@ class CaseForward(_CaseKind):
         return lambda sample, text: strict_value(item, sample, text)
 
 
-class CaseBackward(_CaseKind):
+class CaseBackward(CaseKind):
     """Output -> input: the answer is a literal call, run in the sandbox; any call returning
     the case's output is right."""
 

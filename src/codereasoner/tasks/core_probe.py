@@ -50,7 +50,7 @@ PROMPTS = {  # project-defined, not a benchmark template
 }
 
 
-def _top_level(text: str) -> list[int]:
+def top_level_indexes(text: str) -> list[int]:
     """Indexes of the characters outside brackets and quotes."""
     found, depth, quote = [], 0, ""
     for index, char in enumerate(text):
@@ -68,14 +68,14 @@ def _top_level(text: str) -> list[int]:
 
 
 def _split(text: str, separators: str) -> list[str]:
-    cuts = [index for index in _top_level(text) if text[index] in separators]
+    cuts = [index for index in top_level_indexes(text) if text[index] in separators]
     pieces = [text[a + 1 : b] for a, b in zip([-1, *cuts], [*cuts, len(text)], strict=True)]
     return [piece.strip() for piece in pieces if piece.strip()]
 
 
 def _separator(part: str) -> int | None:
     """The first top-level ``:`` or ``=`` (not ``==``, ``<=``, ``>=``, ``!=``)."""
-    for index in _top_level(part):
+    for index in top_level_indexes(part):
         char, before, after = part[index], part[index - 1 : index], part[index + 1 : index + 2]
         if char == ":" or (char == "=" and before not in ("=", "<", ">", "!") and after != "="):
             return index

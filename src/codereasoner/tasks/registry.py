@@ -14,6 +14,7 @@ graded and answered by the oracle through its own kind. The built-in kinds are r
 from __future__ import annotations
 
 from codereasoner.tasks.base import TaskKind
+from codereasoner.tasks.case_probe import CaseProbe
 from codereasoner.tasks.case_reasoning import CaseBackward, CaseForward
 from codereasoner.tasks.core_output import CoreOutput
 from codereasoner.tasks.core_probe import CoreProbe
@@ -81,6 +82,7 @@ for _kind in (
     CoreProbe(),
     CaseForward(),
     CaseBackward(),
+    CaseProbe(),
 ):
     register(_kind)
 del _kind

@@ -22,8 +22,8 @@ from typing import Any
 
 from transformers import ProgressCallback, TrainerCallback
 
+from codereasoner.benchmarks.cases import DIRECTIONS
 from codereasoner.files import replacing, write_atomic
-from codereasoner.tasks.case_reasoning import DIRECTIONS
 
 __all__ = ["CURVES_JSONL", "CURVES_PNG", "PANELS", "CurvesCallback", "MetricsProgress"]
 
@@ -54,6 +54,7 @@ SHOWN = {
     "completions/mean_length": "len",
     ACCURACY + "forward": "acc_fwd",
     ACCURACY + "backward": "acc_bwd",
+    ACCURACY + "probe": "acc_probe",
 }
 
 

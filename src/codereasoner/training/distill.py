@@ -4,23 +4,26 @@
     with Distiller(Path("runs/distill"), backend, settings) as distiller:
         summary = distiller.run()
 
-The cases become forward and backward items (:mod:`codereasoner.training.cases`) of the cases
-benchmark (:mod:`codereasoner.benchmarks.cases`; for the run, a variant with these directions
-and hints stands in the registry) and run through the evaluation runner: ``k`` teacher samples
-per item, each stored in ``OUT/run.sqlite`` as it arrives and verified by its task kind (a
-literal compared in the parent; a literal call run in the sandbox). A killed run resumes without
-asking the teacher again. From the stored verdicts, ``OUT/distilled.jsonl`` keeps, per item, the
-shortest verified chain, with ``n_tried`` and every rejected sample's verdict and reason;
+The cases become forward, backward and probe items (:mod:`codereasoner.training.cases`;
+``probe``: ``probes_per_case`` questions about intermediate states of the call, from our trace)
+of the cases benchmark (:mod:`codereasoner.benchmarks.cases`; for the run, a variant with these
+directions, hints and probes stands in the registry) and run through the evaluation runner:
+``k`` teacher samples per item, each stored in ``OUT/run.sqlite`` as it arrives and verified by
+its task kind (a literal compared in the parent; a literal call run in the sandbox; a probe's
+answer matched against its traced truth). A killed run resumes without asking the teacher
+again. From the stored verdicts, ``OUT/distilled.jsonl`` keeps, per item, the shortest verified
+chain, with ``n_tried`` and every rejected sample's verdict and reason, and the case's probed
+values (``probes``: the process reward's column, from our trace of the call);
 ``OUT/distill_summary.json`` and ``distill_summary.png`` give acceptance by direction, method,
-control depth and rejection reason. Both are rewritten whole (atomically) from the store, so a
-resumed run writes the same bytes.
+control depth, probe kind and rejection reason. Both are rewritten whole (atomically) from the
+store, so a resumed run writes the same bytes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,11 +43,15 @@ from codereasoner.tasks.case_reasoning import ReasoningStyle
 from codereasoner.training.cases import (
     BENCHMARK,
     CASES_FILE,
+    PROBE,
     case_items,
     check_directions,
+    draw_probes,
     read_cases,
+    trace_cases,
     trace_hints,
 )
+from codereasoner.training.process import probed_values
 from codereasoner.training.summary import write_summary
 
 __all__ = ["DISTILLED", "DistillSettings", "DistillSummary", "Distiller", "cases_folder"]
@@ -61,6 +68,7 @@ class DistillSettings:
     directions: tuple[str, ...] = ("forward", "backward")
     style: str = ReasoningStyle.REASONING
     hint: str | None = None  # "trace": the teacher also sees our trace of the call
+    probes_per_case: int = 2  # probe items per case (direction "probe")
     sampling: Sampling = field(default_factory=lambda: Sampling(temperature=0.7, max_tokens=4096))
     chat: bool = True
     limit: int | None = None
@@ -71,11 +79,14 @@ class DistillSettings:
     def fixed(self) -> dict[str, Any]:
         """What a resumed run must repeat (the runner checks sampling and prompts itself)."""
         # keyword form: these are the settings' field names
-        return dict(
+        fixed: dict[str, Any] = dict(
             cases=str(cases_folder(self.cases).resolve() / CASES_FILE),
             directions=list(self.directions),
             hint=self.hint,
         )
+        if PROBE in self.directions:  # runs without probes keep the folders they made before
+            fixed["probes_per_case"] = self.probes_per_case
+        return fixed
 
 
 @dataclass
@@ -123,6 +134,8 @@ class Distiller:
             raise RunError(f"--k {settings.k}: expected at least 1 sample per item")
         if settings.hint is not None and settings.hint not in HINTS:
             raise RunError(f"--hint {settings.hint!r}: expected {' or '.join(HINTS)}")
+        if settings.probes_per_case < 1:
+            raise RunError(f"--probes-per-case {settings.probes_per_case}: expected at least 1")
         if settings.style not in tuple(ReasoningStyle):
             names = ", ".join(style.value for style in ReasoningStyle)
             raise RunError(f"--style {settings.style!r}: expected one of {names}")
@@ -146,6 +159,7 @@ class Distiller:
         self._own_pool = pool is None
         self._pool = pool
         self._runner: Runner | None = None
+        self._probed: dict[str, list[dict[str, Any]]] = {}  # case id -> its process column
 
     def __enter__(self) -> Distiller:
         return self
@@ -185,9 +199,17 @@ class Distiller:
                 )
 
     def _declare(self) -> Benchmark:
-        """The cases benchmark over this run's cases, directions and hints."""
-        hints = trace_hints(self.pool(), self.cases) if self.settings.hint == "trace" else None
-        items = case_items(self.cases, self.settings.directions, hints)
+        """The cases benchmark over this run's cases, directions, hints and probes; also each
+        case's probed values, for the records."""
+        settings = self.settings
+        traces = trace_cases(self.pool(), self.cases)
+        hints = trace_hints(self.pool(), self.cases, traces) if settings.hint == "trace" else None
+        asked, probes = draw_probes(self.cases, traces, settings.probes_per_case)
+        self._probed = {
+            case_id: [entry.to_dict() for entry in probed_values(traces[case_id], found)]
+            for case_id, found in probes.items()
+        }
+        items = case_items(self.cases, settings.directions, hints, asked)
         return replace(
             CASES,
             parse=lambda paths: items,
@@ -249,6 +271,7 @@ class Distiller:
                 [texts[(plan.hashes[item.id], s)] for s in range(settings.k)],
                 settings.style,
                 self.backend.model_id,
+                probes=self._probed.get(item.metadata["case_id"], []),
             )
             for item in plan.items
         ]
@@ -273,11 +296,15 @@ def distilled_record(
     samples: Sequence[StoredCompletion],
     style: str,
     teacher: str,
+    *,
+    probes: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """One item's line of ``distilled.jsonl``: its shortest verified chain (fewest characters,
     then the earliest sample), or none, and the verdict of every rejected sample. A chain the
     token limit cut is rejected (``truncated``) even when its answer is right: it would teach
-    an unfinished chain."""
+    an unfinished chain. A probe record also holds its ``question``, ``truth`` and ``probe``
+    (kind, dimensions, line, name, difficulty features); ``output`` is the case's output in
+    every record. ``probes``: the case's probed values (the process reward's column)."""
     completions = [sample.text for sample in samples]
     cut = {sample.sample for sample in samples if sample.finish_reason == "length"}
     verdicts = [_truncated(score) if score.sample in cut else score for score in scores]
@@ -285,7 +312,7 @@ def distilled_record(
     best = min(verified, key=lambda s: (len(completions[s.sample]), s.sample), default=None)
     scores = verdicts
     meta = item.metadata
-    return {
+    record = {
         "id": item.id,
         "case_id": meta["case_id"],
         "direction": meta["direction"],
@@ -297,7 +324,7 @@ def distilled_record(
         "entry_point": item.entry,
         "call": item.call,
         "input": meta["input"],
-        "output": item.truth,
+        "output": meta.get("output", item.truth),
         "prompt": prompt,
         "hint": item.fields.get("hint"),
         "verified": best is not None,
@@ -313,3 +340,7 @@ def distilled_record(
         "teacher": teacher,
         "license": meta["license"],
     }
+    if meta["direction"] == PROBE:
+        record.update(question=item.fields["question"], truth=item.truth, probe=meta["probe"])
+    record["probes"] = [dict(entry) for entry in probes]
+    return record

@@ -1,16 +1,21 @@
 """Training-data exports of a distillation folder's ``distilled.jsonl``.
 
-One record per case x direction comes in (see :class:`DistilledRecord`); one of these formats
-goes out:
+One record per case x direction (and per probe of a case, direction ``probe``) comes in (see
+:class:`DistilledRecord`); one of these formats goes out:
 
 - ``trl-sft``: JSONL, one ``{"messages": [user prompt, assistant completion]}`` row per verified
   record (TRL's conversational format);
 - ``trl-grpo``: JSONL, a chat-list ``prompt`` plus the columns the reward reads
-  (``direction``, ``code``, ``entry_point``, ``call``, ``target``, ``case_id``), every record;
+  (``direction``, ``code``, ``entry_point``, ``call``, ``target``, ``case_id``, and ``probes``
+  for the optional process term), every record;
 - ``llamafactory-alpaca`` / ``llamafactory-sharegpt``: a folder (LLaMA-Factory's
   ``dataset_dir``) holding the data file and its ``dataset_info.json``, verified records;
 - ``verl``: parquet in verl's schema (``data_source``, ``prompt``, ``ability``, ``reward_model``,
-  ``extra_info``), every record.
+  ``extra_info``; ``extra_info.probes`` for the process term), every record.
+
+``target`` is the case's output for forward and backward rows, the probe's exact truth for
+probe rows. ``probes`` is the JSON text of the case's probed values
+(:mod:`codereasoner.training.process`; ``[]`` for records distilled without them).
 
 Outputs are deterministic (same input, same bytes) and written atomically: a temporary file (or
 folder) beside the output, fsynced, then renamed into place, so an interrupted export leaves no
@@ -30,10 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codereasoner.benchmarks.cases import DIRECTIONS as TASKS
+from codereasoner.benchmarks.cases import PROBE
 from codereasoner.files import fsync_path, replacing, umask
+from codereasoner.training.process import ProbedValue, probes_column
 
 DISTILLED = "distilled.jsonl"
-DIRECTIONS = ("forward", "backward")
+DIRECTIONS = tuple(TASKS)  # forward, backward, probe
 # verl picks the reward function by this column (``data.reward_fn_key=data_source``).
 VERL_DATA_SOURCE = "codereasoner"
 INSTALL_TRAIN = "pip install 'codereasoner[train]'"
@@ -45,7 +53,16 @@ LLAMAFACTORY_NAMES = {
 }
 DATASET_INFO = "dataset_info.json"
 
-GRPO_COLUMNS = ("prompt", "direction", "code", "entry_point", "call", "target", "case_id")
+GRPO_COLUMNS = (
+    "prompt",
+    "direction",
+    "code",
+    "entry_point",
+    "call",
+    "target",
+    "case_id",
+    "probes",
+)
 VERL_COLUMNS = ("data_source", "prompt", "ability", "reward_model", "extra_info")
 VERL_EXTRA_INFO = (
     "code",
@@ -56,6 +73,7 @@ VERL_EXTRA_INFO = (
     "case_id",
     "split",
     "index",
+    "probes",
 )
 
 
@@ -77,6 +95,14 @@ class DistilledRecord:
     prompt: str
     verified: bool
     completion: str | None  # kept.completion; None when not verified
+    truth: str | None = None  # direction probe: the probe's exact truth
+    question: str | None = None  # direction probe: the question asked
+    probes: str = "[]"  # the process column: the case's probed values as JSON text
+
+    @property
+    def target(self) -> str:
+        """What an RL answer is checked against: the probe's truth, else the case's output."""
+        return self.output if self.truth is None else self.truth
 
 
 @dataclass(frozen=True)
@@ -85,7 +111,7 @@ class ExportSummary:
 
     format: str
     out: Path
-    rows: dict[str, int]  # per direction, in DIRECTIONS order
+    rows: dict[str, int]  # per direction asked for, in DIRECTIONS order
     unverified_skipped: int
     other_directions: int  # records left out by the direction filter
     files: tuple[Path, ...] = field(default=())
@@ -96,7 +122,7 @@ class ExportSummary:
 
     def line(self) -> str:
         """The one-line summary the command prints."""
-        per = ", ".join(f"{direction} {count}" for direction, count in self.rows.items())
+        per = ", ".join(f"{direction} {n}" for direction, n in self.rows.items() if n)
         text = f"{self.format}: wrote {self.total} rows ({per}) to {self.out}"
         if self.format in VERIFIED_ONLY:
             text += f"; skipped {self.unverified_skipped} unverified"
@@ -158,9 +184,10 @@ def parse_record(obj: object, where: str) -> DistilledRecord:
     direction = obj.get("direction")
     if direction not in DIRECTIONS:
         got = _got(direction) if "direction" in obj else "nothing (missing)"
-        raise ExportError(
-            f'{where}: field \'direction\' expected "forward" or "backward", got {got}'
-        )
+        expected = ", ".join(f'"{name}"' for name in DIRECTIONS)
+        raise ExportError(f"{where}: field 'direction' expected one of {expected}, got {got}")
+    asked = ("question", "truth") if direction == PROBE else ()
+    probe = {name: _string(obj, name, where) for name in asked}
     verified = obj.get("verified")
     if not isinstance(verified, bool):
         got = _got(verified) if "verified" in obj else "nothing (missing)"
@@ -191,7 +218,24 @@ def parse_record(obj: object, where: str) -> DistilledRecord:
         prompt=strings["prompt"],
         verified=verified,
         completion=completion,
+        truth=probe.get("truth"),
+        question=probe.get("question"),
+        probes=_probes(obj, where),
     )
+
+
+def _probes(obj: dict[str, Any], where: str) -> str:
+    """The record's probed values as the column's JSON text (``[]`` when it has none)."""
+    found = obj.get("probes", [])
+    if not isinstance(found, list) or not all(isinstance(entry, dict) for entry in found):
+        raise ExportError(
+            f"{where}: field 'probes' expected an array of objects, got {_got(found)}"
+        )
+    try:
+        entries = [ProbedValue.from_dict(entry) for entry in found]
+    except ValueError as exc:
+        raise ExportError(f"{where}: field 'probes': {exc}") from None
+    return probes_column(entries)
 
 
 def locate_distilled(source: Path) -> Path:
@@ -249,7 +293,7 @@ def parse_directions(text: str) -> tuple[str, ...]:
     unknown = [name for name in names if name not in DIRECTIONS]
     if unknown or not names:
         raise ExportError(
-            f"--directions {text!r}: expected a comma-separated list of forward, backward"
+            f"--directions {text!r}: expected a comma-separated list of {', '.join(DIRECTIONS)}"
         )
     return tuple(direction for direction in DIRECTIONS if direction in names)
 
@@ -277,8 +321,9 @@ def _grpo_row(record: DistilledRecord, index: int, split: str) -> dict[str, Any]
         "code": record.code,
         "entry_point": record.entry_point,
         "call": record.call,
-        "target": record.output,
+        "target": record.target,
         "case_id": record.case_id,
+        "probes": record.probes,
     }
 
 
@@ -300,16 +345,17 @@ def _verl_row(record: DistilledRecord, index: int, split: str) -> dict[str, Any]
         "data_source": VERL_DATA_SOURCE,
         "prompt": _user(record),
         "ability": "code",
-        "reward_model": {"style": "rule", "ground_truth": record.output},
+        "reward_model": {"style": "rule", "ground_truth": record.target},
         "extra_info": {
             "code": record.code,
             "entry_point": record.entry_point,
             "direction": record.direction,
-            "target": record.output,
+            "target": record.target,
             "call": record.call,
             "case_id": record.case_id,
             "split": split,
             "index": index,
+            "probes": record.probes,
         },
     }
 

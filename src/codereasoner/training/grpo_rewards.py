@@ -24,6 +24,7 @@ from codereasoner.training.rewards import (
     RewardConfig,
     format_reward,
     length_penalty,
+    process_reward,
 )
 
 __all__ = ["REWARDS", "RewardContext", "check_rewards", "resolve_reward"]
@@ -75,11 +76,18 @@ def _length(context: RewardContext) -> Callable[..., list[float]]:
     return reward
 
 
+def _process(context: RewardContext) -> Callable[..., list[float]]:
+    reward = partial(process_reward, weight=context.train.process_weight)
+    reward.__name__ = "process"  # type: ignore[attr-defined]
+    return reward
+
+
 # GRPO reward functions by name: a new reward is one entry here (weights: TRL's reward_weights).
 REWARDS: dict[str, Callable[[RewardContext], Callable[..., Any]]] = {
     "code_reasoning": _code_reasoning,  # CodeReasoner's binary execution-verified reward
     "format": _format,  # tags present and well formed
     "length": _length,  # DAPO's soft over-long penalty
+    "process": _process,  # false probed intermediate values cost credit (training/process.py)
 }
 
 

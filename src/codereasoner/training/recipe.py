@@ -100,6 +100,13 @@ class TrainArguments:
     format_weight: float = field(
         default=0.1, metadata={"help": "The `format` reward's value for a well-formed completion."}
     )
+    process_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": "The `process` reward: what a chain loses when every probed value it "
+            "states is false (in proportion to the false share)."
+        },
+    )
     sandbox_workers: int | None = field(
         default=None, metadata={"help": "Sandbox workers that grade answers (default: cores)."}
     )

@@ -12,7 +12,9 @@ deterministic share ``wrong`` of (prompt, choice) pairs (a hash of the seed, the
 choice index) it answers wrong instead, so that rejection sampling has something to reject:
 forward, another literal (the output of a case with the same code, else a changed value);
 backward, the call of a case with the same code and another output, else the value itself
-(not a call). Any other prompt gets the replay server's echo.
+(not a call). With ``probes`` (``--probes-per-case N``: the probes distill draws, from our
+trace of each call) it also knows the probe items, and answers them wrong with another literal.
+Any other prompt gets the replay server's echo.
 """
 
 from __future__ import annotations
@@ -29,12 +31,23 @@ from typing import NoReturn
 
 from codereasoner import tasks, values
 from codereasoner.benchmarks.cache import DataUnavailable
-from codereasoner.benchmarks.cases import CASES_FILE, Case, case_items, cases_folder, read_cases
+from codereasoner.benchmarks.cases import (
+    CASES_FILE,
+    PROBE,
+    Case,
+    case_items,
+    cases_folder,
+    read_cases,
+)
+from codereasoner.execution import Pool
 from codereasoner.models.replay_server import Query, ReplayServer, echo_reply
+from codereasoner.programs.probes import Probe
 from codereasoner.tasks import Item
+from codereasoner.tasks.case_probe import PROBE_TASK
 from codereasoner.tasks.case_reasoning import DIRECTIONS, FORWARD_TASK, ReasoningStyle
+from codereasoner.training.cases import draw_probes, trace_cases
 
-__all__ = ["ReplayTeacher", "main", "other_literal"]
+__all__ = ["ReplayTeacher", "main", "other_literal", "probes_of"]
 
 _SENTINEL = "\x00hint\x00"  # stands for the hint while finding where a prompt shows it
 
@@ -42,12 +55,20 @@ _SENTINEL = "\x00hint\x00"  # stands for the hint while finding where a prompt s
 class ReplayTeacher:
     """The reply function (:meth:`reply`) of a teacher that knows ``cases``; see the module."""
 
-    def __init__(self, cases: Sequence[Case], *, wrong: float = 0.25, seed: int = 0) -> None:
+    def __init__(
+        self,
+        cases: Sequence[Case],
+        *,
+        wrong: float = 0.25,
+        seed: int = 0,
+        probes: Mapping[str, Sequence[Probe]] | None = None,
+    ) -> None:
         if not 0 <= wrong <= 1:
             raise ValueError(f"--wrong {wrong}: expected a share between 0 and 1")
         self.wrong = wrong
         self.seed = seed
-        items = case_items(cases, tuple(DIRECTIONS))
+        directions = (*DIRECTIONS, PROBE) if probes is not None else tuple(DIRECTIONS)
+        items = case_items(cases, directions, probes=probes)
         self.prompts: dict[str, tuple[Item, str]] = {}  # prompt without hint -> item, style
         self.hint_marks: set[tuple[str, str]] = set()  # (text before, text after) a hint
         for item in items:
@@ -55,7 +76,9 @@ class ReplayTeacher:
             for style in ReasoningStyle:
                 plain = kind.prompt(item, style)
                 self.prompts.setdefault(plain, (item, style))
-                hinted = kind.prompt(replace(item, fields={"hint": _SENTINEL}), style)
+                hinted = kind.prompt(
+                    replace(item, fields={**item.fields, "hint": _SENTINEL}), style
+                )
                 self.hint_marks.add(_hint_marks(plain, hinted))
         outputs = {case.id: values.parse(case.output) for case in cases}
         by_code: dict[tuple[str, str], list[Case]] = {}
@@ -119,6 +142,8 @@ def _without_hint(prompt: str, before: str, after: str) -> Iterator[str]:
 
 def _reasoning(item: Item, answer: str) -> str:
     stated = answer.removeprefix("<Answer>").removesuffix("</Answer>")
+    if item.task == PROBE_TASK:
+        return f"Following {item.entry} step by step for {item.call}, the asked value is {stated}."
     if item.task == FORWARD_TASK:
         return f"Following {item.entry} step by step for {item.call}, it returns {stated}."
     return f"{item.entry} has to return {item.truth}; {stated} is a call that does."
@@ -127,6 +152,8 @@ def _reasoning(item: Item, answer: str) -> str:
 def _wrong_answer(item: Item, same_code: Sequence[Case], outputs: Mapping[str, object]) -> str:
     """A wrong answer: what a case with the same code and another output says (its output, or
     its call), else another literal (forward) or the value itself (backward)."""
+    if item.task == PROBE_TASK:
+        return other_literal(item.truth)
     truth = outputs[item.metadata["case_id"]]
     sibling = next((c for c in same_code if not values.equal(outputs[c.id], truth)), None)
     if item.task == FORWARD_TASK:
@@ -166,13 +193,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="which pairs are answered wrong")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--model", default="teacher", help="the only model name served")
+    parser.add_argument(
+        "--probes-per-case",
+        type=int,
+        default=0,
+        help="also answer the probe items distill --probes-per-case N asks (0: none)",
+    )
     args = parser.parse_args(argv)
     path = cases_folder(args.cases) / CASES_FILE
     try:
         cases = read_cases(path)
         if not cases:
             raise DataUnavailable(f"{path}: no cases")
-        teacher = ReplayTeacher(cases, wrong=args.wrong, seed=args.seed)
+        probes = probes_of(cases, args.probes_per_case) if args.probes_per_case > 0 else None
+        teacher = ReplayTeacher(cases, wrong=args.wrong, seed=args.seed, probes=probes)
         server = ReplayServer(
             port=args.port, reply=teacher.reply, latency_s=args.latency, model=args.model
         )
@@ -186,6 +220,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     with server:
         print(f"replay teacher on {server.url} ({len(cases)} cases)", flush=True)
         stopped.wait()
+
+
+def probes_of(cases: Sequence[Case], per_case: int) -> dict[str, list[Probe]]:
+    """The probes distill's items ask of ``cases`` (traced in a sandbox pool opened here)."""
+    with Pool() as pool:
+        return draw_probes(cases, trace_cases(pool, cases), per_case)[0]
 
 
 def _fail(message: str) -> NoReturn:

@@ -1,8 +1,9 @@
 """Verifiable rewards for RL on synthesized cases: one batch scorer, a TRL and a verl front-end.
 
 The core, :func:`score_batch`, grades a whole generation batch through the task kinds
-``case_forward`` / ``case_backward`` (strict grading: the last ``<Answer>`` must be a literal, or
-a call with literal arguments, which then runs in the sandbox). Completions of one prompt form
+``case_forward`` / ``case_backward`` / ``case_probe`` (strict grading: the last ``<Answer>`` must
+be a literal, or a call with literal arguments, which then runs in the sandbox; a probe's answer
+is matched against its traced truth, no sandbox). Completions of one prompt form
 one grading plan, so a prompt's backward answers share one sandbox batch, and
 :func:`codereasoner.tasks.run_plans` spreads all plans over the pool's workers.
 
@@ -14,7 +15,9 @@ fault, masked rather than scored as wrong).
   in the process that calls it);
 - :func:`compute_score`: verl's ``custom_reward_function`` (see
   :mod:`codereasoner.training.verl_reward` for the module verl loads by path);
-- :func:`format_reward`, :func:`length_penalty`: optional, separate shaping terms.
+- :func:`format_reward`, :func:`length_penalty`, :func:`process_reward`: optional, separate
+  terms (the process term: :mod:`codereasoner.training.process`; verl adds it to
+  :func:`compute_score` with ``reward_kwargs.process_weight``).
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from codereasoner import tasks
+from codereasoner.benchmarks.cases import DIRECTIONS
 from codereasoner.execution import Limits, Pool
 from codereasoner.tasks import Extracted, GradingPlan, Item, Reason, Score
-from codereasoner.tasks.case_reasoning import DIRECTIONS
+from codereasoner.training.process import COLUMN as PROBES_COLUMN
+from codereasoner.training.process import process_score
 
 __all__ = [
     "COLUMNS",
@@ -44,11 +49,13 @@ __all__ = [
     "compute_score_batch",
     "format_reward",
     "length_penalty",
+    "process_reward",
     "samples_from_columns",
     "score_batch",
 ]
 
-# The dataset columns every RL row carries (the export writes exactly these).
+# The dataset columns every RL row carries (the export also writes PROBES_COLUMN, which only the
+# optional process term reads).
 COLUMNS = ("direction", "code", "entry_point", "call", "target", "case_id")
 # Per backward call. Synthesized cases run in milliseconds; a hang costs its probe plus this.
 REWARD_LIMITS = Limits(timeout_s=1.0, wall_timeout_s=2.0, memory_mb=512)
@@ -88,7 +95,7 @@ class Sample:
             task = DIRECTIONS[self.direction]
         except KeyError:
             raise ValueError(
-                f"direction must be forward or backward, not {self.direction!r}"
+                f"direction must be one of {', '.join(DIRECTIONS)}, not {self.direction!r}"
             ) from None
         return Item(
             self.case_id,
@@ -385,7 +392,7 @@ def compute_score(
     """verl's ``custom_reward_function`` (naive / dapo managers): one solution, one score."""
     sample = verl_sample(solution_str, ground_truth, extra_info)
     batch = score_batch([sample], _process_pool(), _config(kwargs))
-    return _verl_result(batch, 0)
+    return _with_process(_verl_result(batch, 0), solution_str, extra_info, kwargs)
 
 
 def compute_score_batch(
@@ -401,7 +408,30 @@ def compute_score_batch(
         for solution, truth, info in zip(solution_strs, ground_truths, extra_infos, strict=True)
     ]
     batch = score_batch(samples, _process_pool(), _config(kwargs))
-    return [_verl_result(batch, index) for index in range(len(samples))]
+    return [
+        _with_process(_verl_result(batch, index), solution, info, kwargs)
+        for index, (solution, info) in enumerate(zip(solution_strs, extra_infos, strict=True))
+    ]
+
+
+def _with_process(
+    result: dict[str, Any],
+    solution: str,
+    extra_info: Mapping[str, Any] | None,
+    kwargs: Mapping[str, Any],
+) -> dict[str, Any]:
+    """``reward_kwargs.process_weight`` > 0 (default 0: off) adds the process term
+    (:mod:`codereasoner.training.process`) to the score, from ``extra_info.probes``, and
+    reports it as ``process``."""
+    weight = float(kwargs.get("process_weight", 0.0))
+    if weight <= 0:
+        return result
+    info = extra_info or {}
+    column = str(info.get(PROBES_COLUMN) or "[]")
+    term = process_score(
+        solution, column, weight, direction=info.get("direction"), call=info.get("call")
+    )
+    return {**result, "score": result["score"] + term, "process": term}
 
 
 def _config(kwargs: Mapping[str, Any]) -> RewardConfig:
@@ -428,6 +458,34 @@ def format_reward(completions: Sequence[Any], weight: float = 1.0, **kwargs: Any
     """``weight`` when a completion is exactly ``<Reasoning>…</Reasoning> <Answer>…</Answer>``
     (each tag once, in order, nothing around them), else 0.0. A TRL reward function as is."""
     return [weight if _WELL_FORMED.match(completion_text(c)) else 0.0 for c in completions]
+
+
+def process_reward(
+    completions: Sequence[Any],
+    probes: Sequence[str] | None = None,
+    weight: float = 1.0,
+    *,
+    direction: Sequence[str] | None = None,
+    call: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> list[float]:
+    """The process term of each completion (:mod:`codereasoner.training.process`): in
+    ``[-weight, 0]``, lower the more of the probed values it states are false, from the
+    ``probes`` column ``export --format trl-grpo`` writes (``direction`` and ``call``: a
+    backward chain is judged when it answers the case's call). A TRL reward function as is."""
+    if probes is None:
+        raise ValueError(
+            f"the process reward needs the dataset column {PROBES_COLUMN!r}: export the "
+            "distillation again (codereasoner export --format trl-grpo)"
+        )
+    count = len(completions)
+    directions = [None] * count if direction is None else list(direction)
+    calls = [None] * count if call is None else list(call)
+    rows = zip(completions, probes, directions, calls, strict=True)
+    return [
+        process_score(completion_text(c), str(column), weight, direction=d, call=k)
+        for c, column, d, k in rows
+    ]
 
 
 def length_penalty(

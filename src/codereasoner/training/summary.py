@@ -1,5 +1,5 @@
 """What a distillation kept: acceptance by direction, method (and its type), control depth and
-rejection reason.
+rejection reason; with probe records, by probe kind and dimension too.
 
 ``write_summary(out, records)`` writes ``distill_summary.json`` and ``distill_summary.png``
 (atomically) from the records of ``distilled.jsonl`` and returns the tables.
@@ -38,7 +38,7 @@ def acceptance(
 
 def tables(records: Sequence[Record]) -> dict[str, Any]:
     reasons = Counter(entry["reason"] for record in records for entry in record["rejected"])
-    return {
+    found: dict[str, Any] = {
         "by_direction": acceptance(records, lambda record: str(record["direction"])),
         "by_method": acceptance(records, lambda record: str(record["method"])),
         "by_type": acceptance(records, lambda record: str(record["method"]).split(".")[0]),
@@ -46,6 +46,21 @@ def tables(records: Sequence[Record]) -> dict[str, Any]:
         "rejections": dict(sorted(reasons.items(), key=lambda pair: (-pair[1], pair[0]))),
         "samples": sum(int(record["n_tried"]) for record in records),
     }
+    probes = [record for record in records if "probe" in record]
+    if probes:
+        found["by_probe_kind"] = acceptance(probes, lambda record: str(record["probe"]["kind"]))
+        found["by_dimension"] = by_dimension(probes)
+    return found
+
+
+def by_dimension(records: Sequence[Record]) -> dict[str, dict[str, float]]:
+    """Acceptance per CoRE dimension of the probe records (a probe counts in each of its)."""
+    spread = [
+        {"verified": record["verified"], "dimension": dimension}
+        for record in records
+        for dimension in record["probe"]["dimensions"]
+    ]
+    return acceptance(spread, lambda record: str(record["dimension"]))
 
 
 def write_summary(out: Path, records: Sequence[Record]) -> dict[str, Any]:
@@ -67,6 +82,9 @@ def _plot(found: Mapping[str, Any], path: Path) -> None:
         ("accepted % by method type", {k: v["percent"] for k, v in found["by_type"].items()}),
         ("rejected samples by reason", found["rejections"]),
     ]
+    if "by_probe_kind" in found:
+        kinds = {k: v["percent"] for k, v in found["by_probe_kind"].items()}
+        panels.insert(1, ("accepted % by probe kind", kinds))
     figure, axes = plt.subplots(len(panels), 1, figsize=(7, 2.6 * len(panels)))
     for axis, (title, counts) in zip(axes, panels, strict=True):
         labels = list(counts) or ["(none)"]

@@ -5,7 +5,7 @@
         path: <site-packages or checkout>/codereasoner/training/verl_reward.py
         name: compute_score            # naive / dapo reward managers
         # name: compute_score_batch    # with reward_manager.name=batch
-        reward_kwargs: {}              # optional: correct, max_chars
+        reward_kwargs: {}              # optional: correct, max_chars, process_weight
 
 verl executes this file as a fresh module; the functions themselves live in
 :mod:`codereasoner.training.rewards` (one sandbox pool per process, shared by both).

@@ -227,6 +227,7 @@ class _CodeInfo:
         "code",
         "comp",
         "fiter",
+        "fiter_loops",
         "inline_offsets",
         "loop_lines",
         "loops_at",
@@ -257,11 +258,21 @@ class _CodeInfo:
         # A backward jump -> its target: 3.13 reports the line event of a backward jump within
         # one line (a one-line loop, an inlined comprehension) at the jump itself.
         self.back_jumps: dict[int, int] = {}
-        fiters: list[tuple[int, int, int | None]] = []  # offset, line, column
+        fiters: list[tuple[tuple[int, ...], int, int | None]] = []  # offsets, line, column
         instructions = list(dis.get_instructions(code))
+        prefix = -1  # the offset of the EXTENDED_ARG chain before this instruction, if any
         for position, ins in enumerate(instructions):
             line = ins.positions.lineno if ins.positions is not None else None
             name = ins.opname
+            # An instruction with an argument over 255 comes after EXTENDED_ARG prefixes, and a
+            # jump to it lands on the first of them, where its line event is then reported (a
+            # loop's back-jump to a FOR_ITER that has a long body to skip): the tables consulted
+            # on events are keyed by both offsets.
+            offsets: tuple[int, ...] = (ins.offset,) if prefix < 0 else (prefix, ins.offset)
+            if name != "EXTENDED_ARG":
+                prefix = -1
+            elif prefix < 0:
+                prefix = ins.offset
             target = None
             if name in _CLEAN_OPS or name.startswith("POP_JUMP_"):
                 flag = 0
@@ -289,27 +300,34 @@ class _CodeInfo:
                     self.yields.add(instructions[position + 1].offset)
             elif name == "FOR_ITER":
                 column = ins.positions.col_offset if ins.positions is not None else None
-                fiters.append((ins.offset, line or 0, column))
+                fiters.append((offsets, line or 0, column))
             elif name.startswith("JUMP_BACKWARD") and type(ins.argval) is int:
-                self.back_jumps[ins.offset] = ins.argval
+                for offset in offsets:
+                    self.back_jumps[offset] = ins.argval
         self.comp = code.co_name in _COMPREHENSIONS
-        # FOR_ITER offset -> the _Loop of a `for` statement (none in a comprehension's frame).
+        # FOR_ITER offset (and that of its EXTENDED_ARG prefix) -> the _Loop of a `for`
+        # statement (none in a comprehension's frame).
         self.fiter: dict[int, _Loop] = {}
-        # FOR_ITER offset -> the index of a comprehension's `for` clause (its frame only).
+        # FOR_ITER offset (and that of its EXTENDED_ARG prefix) -> the index of a
+        # comprehension's `for` clause (its frame only).
         self.clause: dict[int, int] = {}
         self.loop_lines: list[int] = []
         if self.comp:
             lines = scope.comp_lines
-            for index, (offset, line, _) in enumerate(fiters):
-                self.clause[offset] = index
+            for index, (offsets, line, _) in enumerate(fiters):
+                for offset in offsets:
+                    self.clause[offset] = index
                 self.loop_lines.append(lines[index] if index < len(lines) else line)
         else:
-            for offset, line, column in fiters:
+            for offsets, line, column in fiters:
                 for loop in self.loops_at.get(line, ()):
                     # The column tells a `for` statement from a comprehension inlined (3.12+)
                     # on its header line.
                     if loop.kind == _FOR and loop.line == line and column in (loop.col, None):
-                        self.fiter[offset] = loop
+                        for offset in offsets:
+                            self.fiter[offset] = loop
+        # The `for` loops counted at their FOR_ITER; the others (`async for`) by line.
+        self.fiter_loops: frozenset[_Loop] = frozenset(self.fiter.values())
 
     def point(self, offset: int, line: int) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
         """What the code run after a line event at ``offset`` may do, until the next event.

@@ -81,7 +81,7 @@ class _LoopCounting(_FrameFields):
                     target = info.fiter.get(off)
                     if target is loop or (
                         target is None
-                        and not info.fiter
+                        and loop not in info.fiter_loops  # `async for`: no FOR_ITER to key
                         and in_head
                         and loop.body_lo <= prev <= loop.body_hi
                         and not loop.head_lo <= prev <= loop.head_hi
