@@ -64,7 +64,13 @@ from codereasoner.programs.minimise import coverage_features, minimal_tests
 from codereasoner.programs.probes import probes_for
 from codereasoner.programs.variants import make_variants
 from codereasoner.synth.pipeline import HASH_SEEDS
-from codereasoner.synth.writer import OutputError, SettingsChanged, dump_line, exclusive
+from codereasoner.synth.writer import (
+    OutputError,
+    SettingsChanged,
+    dump_line,
+    exclusive,
+    settings_changes,
+)
 from codereasoner.tasks.core_output import PREAMBLE
 from codereasoner.trace import ExecutionTrace, trace_batches
 
@@ -683,11 +689,7 @@ class _Store:
             stored = json.loads(saved.read_text(encoding="utf-8"))["settings"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise OutputError(f"{saved}: unreadable build settings ({exc})") from None
-        changed = {
-            key: (stored.get(key), settings.get(key))
-            for key in sorted(set(stored) | set(settings))
-            if stored.get(key) != settings.get(key) and key not in ignore
-        }
+        changed = settings_changes(stored, settings, ignore)
         if changed:
             raise SettingsChanged(out, changed)
         return True

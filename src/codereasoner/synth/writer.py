@@ -34,6 +34,19 @@ class FolderBusy(OutputError):
     """Another process is writing into the output folder; the message is one line."""
 
 
+def settings_changes(
+    stored: Mapping[str, Any], now: Mapping[str, Any], ignore: Iterable[str] = ()
+) -> dict[str, tuple[Any, Any]]:
+    """Each setting that differs (outside ``ignore``): its value stored and now (``None``: not
+    set), in name order; empty when a run of ``stored`` may resume as ``now``."""
+    skipped = set(ignore)
+    return {
+        key: (stored.get(key), now.get(key))
+        for key in sorted(set(stored) | set(now))
+        if stored.get(key) != now.get(key) and key not in skipped
+    }
+
+
 class SettingsChanged(OutputError):
     """The output directory holds a run with other settings; ``changed`` maps each setting that
     differs to its value there and its value now (``None``: not set)."""
@@ -128,12 +141,7 @@ class RunWriter:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise OutputError(f"{self.state_path}: unreadable run state ({exc})") from None
         if stored != self.settings:
-            changed = {
-                key: (stored.get(key), self.settings.get(key))
-                for key in sorted(set(stored) | set(self.settings))
-                if stored.get(key) != self.settings.get(key)
-            }
-            raise SettingsChanged(self.dir, changed)
+            raise SettingsChanged(self.dir, settings_changes(stored, self.settings))
         for name in DATA_FILES:
             size = int(sizes.get(name, 0))
             path = self.dir / name
