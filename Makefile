@@ -37,6 +37,7 @@ bench: system-deps $(VENV)/.core
 	$(BIN)/python bench/backend.py
 	$(BIN)/python bench/runner.py
 	$(BIN)/python bench/reward.py
+	$(BIN)/python bench/scale.py
 
 # The training loop learns on CPU (about 15 minutes): raw, SFT and GRPO held-out accuracies.
 learn: system-deps $(VENV)/.dev
@@ -75,7 +76,7 @@ $(VENV)/.core: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.dev: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
-	$(BIN)/python -m pip install -q -e '.[dev,train]'
+	$(BIN)/python -m pip install -q -e '.[dev,train,ray]'
 	touch $@ $(VENV)/.core
 
 # verl 0.9.1 pins transformers <5.11, so its reward test (tests/training/test_verl_reward.py)

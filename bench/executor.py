@@ -2,22 +2,29 @@
 
 The same 1,000 CRUXEval-like calls (10 program templates x 100 random inputs, 5% with a wrong
 expected output) run through:
-  * ours, isolated single calls (one fork per call, full sandbox);
-  * ours, batched (one fork per batch of calls of one program);
+  * ours, isolated single calls (one fork per call, full sandbox), all submitted at once;
+  * ours, one call at a time (an idle pool: the latency of one isolated call);
+  * ours, batched (one fork per batch of calls of one program), for each size of --sweep;
   * human-eval style: one multiprocessing.Process per sample, verdict from an assert in the child;
-  * unsafe in-process exec (no isolation at all; an upper bound, not a design).
+  * unsafe in-process exec (no isolation at all; an upper bound, not a design);
+  * the fork floor: a bare fork/_exit/wait loop in the sandbox's interpreter with the worker's
+    modules loaded, one loop per worker (no sandbox, no job: the physical limit of one process
+    per call on this machine), for the lean image (which serves these programs: no import
+    statement) and for the image with the pool's preloads (programs that import).
 Every verdict is checked against the truth. Prints snippets/s, p50/p99 latency and ratios.
 
-    python bench/executor.py [--runs 3] [--calls 1000] [--batch 16] [--workers 2]
+    python bench/executor.py [--runs 3] [--calls 1000] [--sweep 1,4,16,64] [--workers 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import random
 import statistics
 import string
+import subprocess
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +32,7 @@ from dataclasses import dataclass
 
 from codereasoner import values
 from codereasoner.execution import Batch, Call, Pool, Program
+from codereasoner.execution.pool import DEFAULT_PRELOAD
 
 TEMPLATES = [
     "def f(text):\n    return [c for c in text if c not in 'aeiou']",
@@ -182,6 +190,69 @@ def run_in_process(cases: list[Case]) -> Measurement:
     return Measurement("unsafe in-process exec", seconds, latencies, right, len(cases))
 
 
+def run_one_at_a_time(pool: Pool, cases: list[Case]) -> Measurement:
+    programs = [Program(source) for source in TEMPLATES]
+    latencies = []
+    right = 0
+    started = time.perf_counter()
+    for case in cases:
+        begin = time.perf_counter()
+        result = pool.run(programs[case.template], case.call)
+        latencies.append((time.perf_counter() - begin) * 1000)
+        right += result.matches(case.expected) == case.expected_is_correct
+    seconds = time.perf_counter() - started
+    return Measurement("ours, one call at a time", seconds, latencies, right, len(cases))
+
+
+# Run by the sandbox's interpreter with the staged worker modules importable: the worker's own
+# imports and the pool's preloads, a frozen GC, then fork/_exit/wait as fast as it can.
+_FORK_LOOP = """
+import gc, json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+import worker  # noqa: F401 (the worker's imports)
+for name in json.loads(sys.argv[2]):
+    try:
+        __import__(name)
+    except Exception:
+        pass
+gc.collect()
+gc.freeze()
+count = int(sys.argv[3])
+latencies = []
+started = time.perf_counter()
+for _ in range(count):
+    begin = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    latencies.append((time.perf_counter() - begin) * 1000)
+print(json.dumps([time.perf_counter() - started, latencies]))
+"""
+
+
+def run_fork_floor(pool: Pool, count: int, workers: int, preload: tuple[str, ...]) -> Measurement:
+    per_loop = count // workers
+    command = [
+        pool.plan.python,
+        "-s",
+        "-S",
+        "-c",
+        _FORK_LOOP,
+        pool.stage_dir,
+        json.dumps(list(preload)),
+        str(per_loop),
+    ]
+    loops = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(workers)]
+    outputs = [json.loads(loop.communicate()[0]) for loop in loops]
+    seconds = max(output[0] for output in outputs)
+    latencies = [latency for output in outputs for latency in output[1]]
+    total = per_loop * workers
+    image = "preloaded" if preload else "lean"
+    name = f"fork floor, {image} image (fork/_exit/wait)"
+    return Measurement(name, seconds, latencies, total, total)
+
+
 def _percentile(data: list[float], q: float) -> float:
     ordered = sorted(data)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -191,9 +262,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--calls", type=int, default=1000)
-    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument(
+        "--sweep", default="1,4,16,64", help="batch sizes (1 is the isolated single calls)"
+    )
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
+    sizes = sorted({int(size) for size in args.sweep.split(",")} | {1})
     cases = make_cases(args.calls)
     with Pool(args.workers) as pool:
         print(
@@ -201,10 +275,18 @@ def main() -> None:
             f"{args.workers} workers; {args.calls} calls; median of {args.runs} runs"
         )
         modes: list[tuple[str, Callable[[], Measurement]]] = [
-            ("single", lambda: run_ours(pool, cases, 1)),
-            ("batched", lambda: run_ours(pool, cases, args.batch)),
+            (f"batch{size}", lambda size=size: run_ours(pool, cases, size))  # type: ignore[misc]
+            for size in sizes
+        ]
+        modes += [
+            ("sequential", lambda: run_one_at_a_time(pool, cases)),
             ("humaneval", lambda: run_humaneval_style(cases, args.workers)),
             ("inprocess", lambda: run_in_process(cases)),
+            ("floor", lambda: run_fork_floor(pool, args.calls, args.workers, ())),
+            (
+                "floor_preloaded",
+                lambda: run_fork_floor(pool, args.calls, args.workers, DEFAULT_PRELOAD),
+            ),
         ]
         runs: dict[str, list[Measurement]] = {key: [] for key, _ in modes}
         for _ in range(args.runs):
@@ -214,8 +296,10 @@ def main() -> None:
         key: sorted(found, key=lambda m: m.rate)[len(found) // 2] for key, found in runs.items()
     }
     baseline = medians["humaneval"].rate
+    floor = medians["floor"].rate  # the image these programs are served from
     print(
-        f"{'design':40} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'verdicts':>10} {'vs human-eval':>14}"
+        f"{'design':40} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'verdicts':>10} "
+        f"{'vs human-eval':>14} {'of fork floor':>14}"
     )
     for measurement in medians.values():
         print(
@@ -223,7 +307,7 @@ def main() -> None:
             f"{statistics.median(measurement.latencies_ms):8.2f} "
             f"{_percentile(measurement.latencies_ms, 0.99):8.2f} "
             f"{measurement.verdicts_right:>5}/{measurement.total:<4} "
-            f"{measurement.rate / baseline:13.1f}x"
+            f"{measurement.rate / baseline:13.1f}x {measurement.rate / floor:13.0%}"
         )
     all_right = all(m.verdicts_right == m.total for found in runs.values() for m in found)
     print("every verdict correct:", "yes" if all_right else "NO")

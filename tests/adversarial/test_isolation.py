@@ -274,13 +274,20 @@ def test_the_worker_ignores_stray_signals(fallback_pool: Pool) -> None:
     assert returned(_run(fallback_pool, probe)) == [True] * 5
 
 
-def test_a_lost_template_ends_its_worker_and_the_pool_recovers() -> None:
+@pytest.mark.parametrize("which", ["lean_template_pid", "template_pid"])
+def test_a_lost_template_ends_its_worker_and_the_pool_recovers(which: str) -> None:
+    # The lean template serves programs with no import statement, the other one the rest.
+    program = CANARY if which == "lean_template_pid" else Program(f"import math\n{CANARY.source}")
     with Pool(1, isolation="fallback") as pool:
         worker = _worker_host_pid(pool)
-        (template,) = Path(f"/proc/{worker}/task/{worker}/children").read_text().split()
-        os.kill(int(template), signal.SIGKILL)
+        templates = Path(f"/proc/{worker}/task/{worker}/children").read_text().split()
+        template = pool.worker_info[which]
+        assert sorted(templates) == sorted(
+            str(pool.worker_info[key]) for key in ("lean_template_pid", "template_pid")
+        )
+        os.kill(template, signal.SIGKILL)
         time.sleep(0.1)
-        lost = pool.run(CANARY, parse_call("f([1])"))
+        lost = pool.run(program, parse_call("f([1])"))
         assert lost.status is Status.SANDBOX_ERROR, lost.describe()  # the pool's own report
         assert pool.restarts == 1
         assert_serves(pool)

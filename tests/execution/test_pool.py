@@ -189,3 +189,70 @@ def test_on_batch_reports_every_finished_call(pool: Pool) -> None:
     finally:
         pool.on_batch = None
     assert sorted(seen) == [1, 2, 3]
+
+
+def test_jobs_queued_behind_a_lost_job_are_sent_again() -> None:
+    """A worker holds up to ``pipeline`` jobs; when it dies, the one it was running is reported
+    as the sandbox's failure and the ones queued behind it (never started) run elsewhere."""
+    with Pool(1, pipeline=2) as small:
+        slow = Program("import time\ndef f():\n    time.sleep(2)\n    return 1")
+        quick = Program("def f(n):\n    return n * 3")
+        victim = small.worker_pids[0]
+        killer = threading.Timer(0.5, os.kill, (victim, signal.SIGKILL))
+        killer.start()
+        batches = [Batch(slow, [parse_call("f()")])]
+        batches += [Batch(quick, [parse_call(f"f({n})")]) for n in range(3)]
+        results = small.run_all(batches)
+        killer.join()
+        assert results[0][0].status is Status.SANDBOX_ERROR
+        assert [batch[0].parsed_value() for batch in results[1:]] == [0, 3, 6]
+        assert small.restarts == 1
+
+
+def test_one_job_at_a_time_gives_the_same_results(pool: Pool) -> None:
+    program = Program("def f(n):\n    return [n] * (n % 4)")
+    batches = [Batch(program, [parse_call(f"f({n})"), parse_call(f"f({n + 1})")]) for n in range(9)]
+    with Pool(2, pipeline=1, limits=pool.limits) as unpipelined:
+        expected = unpipelined.run_all(batches)
+    assert [[r.value for r in rs] for rs in pool.run_all(batches)] == [
+        [r.value for r in rs] for rs in expected
+    ]
+    with pytest.raises(ValueError, match="pipeline must be at least 1"):
+        Pool(1, pipeline=0)
+
+
+def test_programs_without_imports_fork_from_the_lean_template(pool: Pool) -> None:
+    # No import statement in the text: the child is forked from the template taken before
+    # the preloads; a module can still be imported at run time.
+    lean = Program("def f():\n    os = eval('__im' + 'port__')('os')\n    return os.getppid()")
+    full = Program("import os\ndef f():\n    return os.getppid()")
+    # (pids inside each worker's own namespace: the same in every worker)
+    info = pool.worker_info
+    assert info["lean_template_pid"] != info["template_pid"]
+    parents = {pool.run(lean, parse_call("f()")).parsed_value() for _ in range(3)}
+    assert parents == {info["lean_template_pid"]}
+    parents = {pool.run(full, parse_call("f()")).parsed_value() for _ in range(3)}
+    assert parents == {info["template_pid"]}
+    sqrt = Program("def f(x):\n    return eval('__im' + 'port__')('math').sqrt(x)")
+    assert pool.run(sqrt, parse_call("f(16)")).parsed_value() == 4.0
+
+
+def test_a_large_job_never_waits_in_a_busy_workers_pipe() -> None:
+    """A job is queued behind a running one only if it fits in the pipe: a large job behind a
+    job with a large answer would otherwise leave parent and worker each waiting on the other."""
+    big_answer = Program("def f():\n    return 'x' * 90_000")
+    big_job = Program("# " + "y" * 100_000 + "\ndef f():\n    return 7")
+    batches = [Batch(big_answer, [parse_call("f()")]), Batch(big_job, [parse_call("f()")])] * 3
+    done: list[list] = []
+    with Pool(1, pipeline=2) as small:
+        runner = threading.Thread(target=lambda: done.extend(small.run_all(batches)))
+        runner.start()
+        runner.join(60)
+        assert not runner.is_alive(), "the dispatch is stuck"
+    assert [len(rs[0].parsed_value()) if i % 2 == 0 else rs[0].parsed_value()
+            for i, rs in enumerate(done)] == [90_000, 7] * 3  # fmt: skip
+
+
+def test_recycling_needs_a_positive_quota() -> None:
+    with pytest.raises(ValueError, match="recycle_after must be at least 1"):
+        Pool(1, recycle_after=0)

@@ -50,8 +50,8 @@ from codereasoner.execution import (
     Batch,
     Call,
     ExecResult,
+    Executor,
     Limits,
-    Pool,
     Program,
     TraceOptions,
     parse_call,
@@ -147,7 +147,7 @@ Progress = Callable[[int, int, str], None]  # (done, total, problem id)
 def build(
     settings: BuildSettings,
     out: Path,
-    pools: tuple[Pool, Pool],
+    pools: tuple[Executor, Executor],
     progress: Progress | None = None,
     *,
     problems: SourceProblems | None = None,
@@ -188,7 +188,7 @@ def build(
 def build_problem(
     problem: SourceProblem,
     settings: BuildSettings,
-    pools: tuple[Pool, Pool],
+    pools: tuple[Executor, Executor],
     rewriter: Backend | None = None,
 ) -> dict[str, Any]:
     """The problem's record for ``problems.jsonl``: ``status`` built or skipped (``reason``)."""
@@ -293,7 +293,7 @@ def _seed_dependent(
     entry: str,
     tests: Sequence[Call],
     outputs: Sequence[str],
-    other: Pool,
+    other: Executor,
 ) -> set[int]:
     """Positions of the implementations returning another value under the other hash seed."""
     batches = [
@@ -320,7 +320,7 @@ def _probed(
     entry: str,
     tests: Sequence[Call],
     outputs: Sequence[str],
-    pools: tuple[Pool, Pool],
+    pools: tuple[Executor, Executor],
     settings: BuildSettings,
     rng: random.Random,
 ) -> list[list[ExecutionTrace | None]]:
@@ -377,7 +377,10 @@ def _dedup(calls: Sequence[Call]) -> list[Call]:
 
 
 def _agreed_tests(
-    problem: SourceProblem, calls: Sequence[Call], pools: tuple[Pool, Pool], dropped: Counter[str]
+    problem: SourceProblem,
+    calls: Sequence[Call],
+    pools: tuple[Executor, Executor],
+    dropped: Counter[str],
 ) -> tuple[list[Call], list[str]]:
     """The calls on which every given implementation returns one short literal, the same under
     both hash seeds, with it."""
@@ -403,7 +406,7 @@ def _agreed_tests(
 
 
 def _short_traces(
-    problem: SourceProblem, calls: Sequence[Call], pool: Pool, dropped: Counter[str]
+    problem: SourceProblem, calls: Sequence[Call], pool: Executor, dropped: Counter[str]
 ) -> list[Call]:
     """The calls whose trace fits :data:`TRACE`'s step cap (a longer run makes questions no
     one should be asked, and tracing it costs the build). Checked first: a long loop stops at
@@ -427,7 +430,7 @@ def _unusable(outcomes: Sequence[ExecResult]) -> str | None:
 
 
 def _traces(
-    implementations: Sequence[Mapping[str, Any]], entry: str, tests: Sequence[Call], pool: Pool
+    implementations: Sequence[Mapping[str, Any]], entry: str, tests: Sequence[Call], pool: Executor
 ) -> list[list[ExecutionTrace | None]]:
     work = [
         (Program(str(impl["code"]), entry, preamble=PREAMBLE), list(tests))

@@ -27,7 +27,14 @@ from codereasoner.benchmarks.reval_programs import case_program, test_classes
 from codereasoner.benchmarks.reval_truth import GT_LIMITS, Pair, PairTruth, TruthError
 from codereasoner.benchmarks.reval_truth import compute_truth as _compute
 from codereasoner.benchmarks.spec import Benchmark, Clock, Metrics, Stops
-from codereasoner.execution import Limits, Pool, SandboxUnavailable, plan_isolation, sandboxed
+from codereasoner.execution import (
+    Executor,
+    Limits,
+    Pool,
+    SandboxUnavailable,
+    plan_isolation,
+    sandboxed,
+)
 from codereasoner.files import write_atomic
 from codereasoner.tasks import Extraction, Item
 
@@ -79,7 +86,7 @@ def load(
     paths: Mapping[str, Path],
     benchmark: str = "reval",
     *,
-    pool: Pool | None = None,
+    pool: Executor | None = None,
     cache: Path | None = None,
 ) -> list[Item]:
     """Items of all four kinds (coverage, state, path, then output), ground truth included."""
@@ -199,7 +206,7 @@ def ground_truth(
     paths: Mapping[str, Path],
     pairs: Sequence[Pair],
     *,
-    pool: Pool | None = None,
+    pool: Executor | None = None,
     cache: Path | None = None,
 ) -> dict[str, PairTruth]:
     """Every pair's ground truth, from the cache or traced now (then cached)."""

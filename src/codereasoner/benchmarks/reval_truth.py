@@ -43,7 +43,7 @@ from codereasoner.benchmarks.reval_programs import (
     probe_program,
 )
 from codereasoner.benchmarks.reval_vars import node_values
-from codereasoner.execution import Batch, Call, Limits, Pool, TraceOptions
+from codereasoner.execution import Batch, Call, Executor, Limits, TraceOptions
 from codereasoner.trace import ExecutionTrace, TracedCall, trace_batches
 
 __all__ = [
@@ -278,7 +278,7 @@ def probe_plan(pair: Pair, questions: Mapping[int, Sequence[Any]], record: bool)
 
 
 def run_probe(
-    pool: Pool, jobs: Sequence[tuple[Pair, dict[str, Any]]], limits: Limits = GT_LIMITS
+    pool: Executor, jobs: Sequence[tuple[Pair, dict[str, Any]]], limits: Limits = GT_LIMITS
 ) -> list[dict[str, Any]]:
     """Run the probe for each (pair, plan); one-line TruthError on any failure."""
     batches = [
@@ -298,7 +298,7 @@ def run_probe(
 
 
 def compute_truth(
-    pairs: Sequence[Pair], pool: Pool, limits: Limits = GT_LIMITS
+    pairs: Sequence[Pair], pool: Executor, limits: Limits = GT_LIMITS
 ) -> dict[str, PairTruth]:
     """Ground truth of every pair: one traced run each, then probes where needed."""
     work = [(pair_program(pair.row, pair.input_idx), [Call(CASE_ENTRY)]) for pair in pairs]

@@ -33,11 +33,14 @@ from codereasoner.execution import (
     Call,
     CallSyntaxError,
     ExecResult,
+    Executor,
     Limits,
-    Pool,
     SandboxUnavailable,
+    open_executor,
     parse_call,
 )
+from codereasoner.execution.executor import EXECUTOR_HELP
+from codereasoner.execution.executor import check_executor as check_executor_spec
 
 # No emoji codes: a file name such as "x:smile:.py" is shown as typed, like markup in it.
 console = Console(emoji=False)
@@ -277,12 +280,30 @@ def checked_limits(**settings: float) -> Limits:
         fail(flag_message(exc))
 
 
-@contextmanager
-def open_pool(*, show_progress: bool = True, **options: object) -> Iterator[Pool]:
-    """A sandbox pool for a command, with a count of the calls run: live on a terminal, periodic
-    lines on stderr elsewhere (``show_progress=False`` for a command that runs a call or two)."""
+ExecutorFlag = Annotated[
+    str | None, typer.Option("--executor", help=EXECUTOR_HELP, show_default=False)
+]
+
+
+def check_executor(value: str | None) -> None:
+    """A one-line error for an --executor (or $CODEREASONER_EXECUTOR) no pool can use."""
     try:
-        pool = Pool(**options)  # type: ignore[arg-type]
+        check_executor_spec(value)
+    except ValueError as exc:
+        fail(str(exc))
+    except SandboxUnavailable as exc:
+        fail(f"sandbox unavailable: {exc}")
+
+
+@contextmanager
+def open_pool(
+    *, show_progress: bool = True, executor: str | None = None, **options: object
+) -> Iterator[Executor]:
+    """A sandbox pool for a command (on ``executor``: see :func:`open_executor`), with a count
+    of the calls run: live on a terminal, periodic lines on stderr elsewhere
+    (``show_progress=False`` for a command that runs a call or two)."""
+    try:
+        pool = open_executor(executor, **options)  # type: ignore[arg-type]
     except SandboxUnavailable as exc:
         fail(f"sandbox unavailable: {exc}")
     except ValueError as exc:

@@ -12,6 +12,8 @@ from rich.table import Table
 
 from codereasoner.cli.common import (
     DATA_DIR_OPTION,
+    ExecutorFlag,
+    check_executor,
     check_folder,
     console,
     dump_json,
@@ -75,6 +77,7 @@ def build_command(
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Sandbox workers (default: cores).")] = None,
     isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    executor: ExecutorFlag = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Build a CoRE-style benchmark into OUT (resumable): rewrites checked equivalent in the
@@ -105,6 +108,7 @@ def build_command(
             fail(f"{flag} {value}: expected a positive number")
     if data_dir is not None and not data_dir.is_dir():
         fail(f"--data-dir {data_dir}: not a directory")
+    check_executor(executor)
     check_folder("--out", out)
     settings = BuildSettings(
         source=source,
@@ -155,10 +159,18 @@ def build_command(
     try:
         with (
             open_pool(
-                show_progress=False, workers=workers, isolation=isolation, hash_seed=HASH_SEEDS[0]
+                show_progress=False,
+                executor=executor,
+                workers=workers,
+                isolation=isolation,
+                hash_seed=HASH_SEEDS[0],
             ) as pool,
             open_pool(
-                show_progress=False, workers=1, isolation=isolation, hash_seed=HASH_SEEDS[1]
+                show_progress=False,
+                executor=executor,
+                workers=1,
+                isolation=isolation,
+                hash_seed=HASH_SEEDS[1],
             ) as other,
             progress,
         ):

@@ -8,7 +8,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from codereasoner.cli.common import console, dump_json, error_console, fail, safe_markup
+from codereasoner.cli.common import (
+    ExecutorFlag,
+    check_executor,
+    console,
+    dump_json,
+    error_console,
+    fail,
+    safe_markup,
+)
 from codereasoner.cli.evaluate import Bars
 from codereasoner.evaluation.runner import ORACLE, SELF_CHECK, RunError
 from codereasoner.models import BackendError, Sampling, SpecError, load_backend, spec_help
@@ -68,6 +76,7 @@ def distill_command(
         int | None, typer.Option(help="Sandbox workers (default: one per core).")
     ] = None,
     isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    executor: ExecutorFlag = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Distil chains of thought from a teacher by rejection sampling (docs/training.md).
@@ -77,6 +86,7 @@ def distill_command(
     OUT/distilled.jsonl keeps the shortest verified chain per case and direction (per probe for
     direction probe).
     """
+    check_executor(executor)
     try:
         backend = load_backend(teacher, concurrency=concurrency, timeout_s=request_timeout)
     except (SpecError, BackendError) as exc:
@@ -95,6 +105,7 @@ def distill_command(
         timeout=timeout,
         workers=workers,
         isolation=isolation,
+        executor=executor,
     )
     try:
         distiller = Distiller(out, backend, settings, bars := Bars())

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from codereasoner.cli.common import console, dump_json, open_pool, safe_cell, safe_markup
-from codereasoner.execution import Pool, Program, Status, parse_call
+from codereasoner.execution import Executor, Program, Status, parse_call
 
 # Each probe tries one thing the sandbox must stop; "contained" is what a safe sandbox returns.
 PROBES: list[tuple[str, str]] = [
@@ -34,7 +34,7 @@ class Probe:
     contained: bool
 
 
-def run_probes(pool: Pool) -> list[Probe]:
+def run_probes(pool: Executor) -> list[Probe]:
     """Every probe's outcome; one is contained when it failed or achieved nothing."""
     probes = []
     for name, source in PROBES:
@@ -44,7 +44,7 @@ def run_probes(pool: Pool) -> list[Probe]:
     return probes
 
 
-def sandbox_facts(pool: Pool) -> dict[str, object]:
+def sandbox_facts(pool: Executor) -> dict[str, object]:
     """What the sandbox is: isolation, interpreter, uid, seccomp, tracer, hidden folders."""
     info = pool.worker_info
     dropped = pool.plan.mode != "bubblewrap" and info["uid"] == 0

@@ -16,7 +16,14 @@ from rich.table import Table
 
 from codereasoner import benchmarks
 from codereasoner.benchmarks.cache import LOCAL
-from codereasoner.cli.common import DATA_DIR_OPTION, console, error_console, fail, safe_markup
+from codereasoner.cli.common import (
+    DATA_DIR_OPTION,
+    ExecutorFlag,
+    console,
+    error_console,
+    fail,
+    safe_markup,
+)
 from codereasoner.cli.progress import LineProgress
 from codereasoner.evaluation.api import open_backend
 from codereasoner.evaluation.runner import (
@@ -209,6 +216,7 @@ def eval_command(
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Sandbox workers (default: cores).")] = None,
     isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    executor: ExecutorFlag = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Evaluate a model: generate, extract, grade and report, resumably (docs/evaluation.md).
@@ -240,6 +248,7 @@ def eval_command(
             timeout=timeout,
             workers=workers,
             isolation=isolation,
+            executor=executor,
         )
         summary = _run(model, backend, settings, out, skipped)
     finally:

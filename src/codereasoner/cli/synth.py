@@ -18,6 +18,8 @@ from rich.progress import (
 from rich.table import Table
 
 from codereasoner.cli.common import (
+    ExecutorFlag,
+    check_executor,
     check_folder,
     console,
     dump_json,
@@ -119,6 +121,7 @@ def synth_command(
     workers: Annotated[
         int | None, typer.Option(help="Sandbox workers per pool (default: CPU count).")
     ] = None,
+    executor: ExecutorFlag = None,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -148,6 +151,7 @@ def synth_command(
         fail(f"--max-output-chars {max_output_chars}: expected a positive number")
     if workers is not None and workers < 1:
         fail(f"--workers {workers}: expected a positive number")
+    check_executor(executor)
     if data_dir is not None and not data_dir.is_dir():
         fail(f"--data-dir {data_dir}: not a directory")
     check_folder("--out", out)
@@ -166,6 +170,7 @@ def synth_command(
         mutants=mutants,
         mutant_tries=max(2 * mutants, mutants),
         workers=workers,
+        executor=executor,
         chunk_size=chunk_size,
     )
     progress = LineProgress(

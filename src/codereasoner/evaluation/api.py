@@ -75,6 +75,7 @@ def evaluate(
     timeout: float | None = None,
     workers: int | None = None,
     isolation: str = "auto",
+    executor: str | None = None,
     concurrency: int | None = None,
     request_timeout: float | None = None,
     events: Events | None = None,
@@ -111,6 +112,7 @@ def evaluate(
         timeout=timeout,
         workers=workers,
         isolation=isolation,
+        executor=executor,
     )
     with ExitStack() as owned:
         if isinstance(model, str):

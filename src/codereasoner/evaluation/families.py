@@ -30,12 +30,12 @@ from codereasoner.evaluation.reports import (
 )
 from codereasoner.evaluation.reval_scoring import RevalScored, score_reval
 from codereasoner.evaluation.scoring import Scored, score
-from codereasoner.execution import Limits, Pool
+from codereasoner.execution import Executor, Limits
 from codereasoner.tasks import Answer, Extracted, Extraction, Grading, Item, ParseFailure, Score
 
 __all__ = ["FAMILIES", "Family", "RunReport", "family_of", "load_report"]
 
-PoolOpener = Callable[[], Pool]
+PoolOpener = Callable[[], Executor]
 
 
 @dataclass(frozen=True)

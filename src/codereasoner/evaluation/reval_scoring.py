@@ -32,7 +32,7 @@ from codereasoner.evaluation.reval_metrics import (
     coverage_counts,
     incremental_consistency,
 )
-from codereasoner.execution import Limits, Pool
+from codereasoner.execution import Executor, Limits
 from codereasoner.tasks import Answer, Extracted, Item, Reason, Score, run_plans
 
 __all__ = ["KINDS", "LIMITS", "RevalScored", "read_reval_generations", "score_reval"]
@@ -294,7 +294,7 @@ def _mean(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def score_reval(
     items: Sequence[Item],
     answers: Mapping[str, Sequence[Extracted]],
-    pool: Pool | None,
+    pool: Executor | None,
     limits: Limits = LIMITS,
 ) -> RevalScored:
     """Grade every answered item; output answers run in ``pool`` (batched per program)."""

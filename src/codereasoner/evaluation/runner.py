@@ -46,7 +46,13 @@ from codereasoner.evaluation.store import (
     StoredCompletion,
     store_path,
 )
-from codereasoner.execution import Limits, Pool, SandboxUnavailable
+from codereasoner.execution import (
+    Executor,
+    Limits,
+    SandboxUnavailable,
+    check_executor,
+    open_executor,
+)
 from codereasoner.execution.sandbox import ISOLATION_MODES
 from codereasoner.files import write_atomic
 from codereasoner.models.base import Backend, Completion, Request, Sampling, model_identity
@@ -116,6 +122,7 @@ class RunSettings:
     timeout: float | None = None
     workers: int | None = None
     isolation: str = "auto"
+    executor: str | None = None  # local, ray or ray:ADDRESS (default: $CODEREASONER_EXECUTOR)
 
     def config(self) -> dict[str, Any]:
         """The run row's config (JSON)."""
@@ -156,6 +163,12 @@ def check_settings(settings: RunSettings) -> None:
         raise RunError(
             f"--isolation {settings.isolation!r}: expected one of {', '.join(ISOLATION_MODES)}"
         )
+    try:
+        check_executor(settings.executor)
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+    except SandboxUnavailable as exc:
+        raise RunError(f"sandbox unavailable: {exc}") from None
 
 
 def _check_sampling(sampling: Sampling) -> None:
@@ -391,7 +404,7 @@ class Runner:
         settings: RunSettings,
         events: Events | None = None,
         *,
-        pool_factory: Callable[[], Pool] | None = None,
+        pool_factory: Callable[[], Executor] | None = None,
         lock: bool = True,
     ) -> None:
         """``pool_factory``: the sandbox pool to grade with (left open); default: a new one.
@@ -413,7 +426,7 @@ class Runner:
         self._locking = lock
         self._locked = False
         self.interruption = "interrupted"  # the failure message of a KeyboardInterrupt
-        self._pool: Pool | None = None
+        self._pool: Executor | None = None
         self.plans = [self._resolve(name) for name in settings.benchmarks]
         self.store: RunStore | None = None
         self._config: dict[str, Any] = {}
@@ -680,13 +693,17 @@ class Runner:
             plan.bench, items, answers, self._open_pool, self.grading, plan.limits
         )
 
-    def _open_pool(self) -> Pool:
+    def _open_pool(self) -> Executor:
         if self._pool is None:
             try:
                 if self.pool_factory is not None:
                     self._pool = self.pool_factory()
                 else:
-                    self._pool = Pool(self.settings.workers, isolation=self.settings.isolation)
+                    self._pool = open_executor(
+                        self.settings.executor,
+                        self.settings.workers,
+                        isolation=self.settings.isolation,
+                    )
             except (SandboxUnavailable, ValueError) as exc:
                 raise RunError(f"sandbox unavailable: {exc}") from None
         return self._pool

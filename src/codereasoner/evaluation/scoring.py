@@ -14,7 +14,7 @@ from typing import Any
 from codereasoner import benchmarks, tasks, values
 from codereasoner.benchmarks import Benchmark, DataUnavailable
 from codereasoner.evaluation.metrics import Counts, breakdown, item_counts, pass_table
-from codereasoner.execution import Limits, Pool
+from codereasoner.execution import Executor, Limits
 from codereasoner.files import replacing
 from codereasoner.models.base import cut_at_stop
 from codereasoner.tasks import (
@@ -114,7 +114,7 @@ def score(
     benchmark: Benchmark,
     items: Sequence[Item],
     answers: Mapping[str, Sequence[Extracted]],
-    pool: Pool | None,
+    pool: Executor | None,
     *,
     grading: Grading | str = Grading.OFFICIAL,
     copies: str = "official",

@@ -7,15 +7,26 @@ with Pool() as pool:
 """
 
 from codereasoner.execution.call import Call, CallSyntaxError, Program, parse_call
+from codereasoner.execution.executor import (
+    EXECUTOR_ENV,
+    Executor,
+    ExecutorSpec,
+    check_executor,
+    open_executor,
+    parse_executor,
+)
 from codereasoner.execution.pool import Batch, Pool
 from codereasoner.execution.protocol import ExecResult, Limits, Status, TraceOptions
 from codereasoner.execution.sandbox import IsolationPlan, SandboxUnavailable, plan_isolation
 
 __all__ = [
+    "EXECUTOR_ENV",
     "Batch",
     "Call",
     "CallSyntaxError",
     "ExecResult",
+    "Executor",
+    "ExecutorSpec",
     "IsolationPlan",
     "Limits",
     "Pool",
@@ -23,6 +34,9 @@ __all__ = [
     "SandboxUnavailable",
     "Status",
     "TraceOptions",
+    "check_executor",
+    "open_executor",
     "parse_call",
+    "parse_executor",
     "plan_isolation",
 ]

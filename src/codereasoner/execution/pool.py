@@ -24,8 +24,11 @@ import tempfile
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
+from typing import Self
 
 from codereasoner.execution.call import Call, Program
 from codereasoner.execution.protocol import ExecResult, Limits, TraceOptions
@@ -82,6 +85,7 @@ DEFAULT_PRELOAD = (
     "tracer",  # the sandbox-side tracer: compiled once per worker, not once per traced fork
 )
 _HELLO_TIMEOUT_S = 30.0
+_QUEUED_BYTES = 32 << 10  # at most this much queued behind a worker's running job
 _GRACE_S = 5.0
 
 
@@ -114,6 +118,8 @@ class _Worker:
         self.buffer = b""
         self.jobs = 0
         self.hello: dict = {}
+        # Jobs sent and not answered, oldest first: the worker runs them in this order.
+        self.queue: deque[_InFlight] = deque()
 
     def await_hello(self, timeout_s: float) -> dict:
         deadline = time.monotonic() + timeout_s
@@ -163,13 +169,46 @@ class _Worker:
 class _InFlight:
     index: int
     size: int
-    deadline: float
+    payload: bytes  # kept so that a job queued behind a failed one can be sent again
+    budget: float
     sent: float
     limits: Limits  # what the calls ran under: the parent re-checks results against them
     trace: TraceOptions | None
+    # Set when the job reaches the head of its worker's queue (the worker starts it then):
+    started: float = 0.0
+    deadline: float = 0.0
 
 
-class Pool:
+class BatchRunner:
+    """``run``, ``run_batch``, ``run_all`` and the context manager, on top of a ``map`` and a
+    ``close``: shared by the local pool and the Ray executor."""
+
+    def map(self, batches: Iterable[Batch]) -> Iterator[list[ExecResult]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def run(self, program: Program, call: Call, limits: Limits | None = None) -> ExecResult:
+        return self.run_batch(program, [call], limits)[0]
+
+    def run_batch(
+        self, program: Program, calls: Sequence[Call], limits: Limits | None = None
+    ) -> list[ExecResult]:
+        return self.run_all([Batch(program, calls, limits)])[0]
+
+    def run_all(self, batches: Iterable[Batch]) -> list[list[ExecResult]]:
+        """Run batches on all workers and return every batch's results, in submission order."""
+        return list(self.map(batches))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class Pool(BatchRunner):
     """Warm sandboxed workers. Use as a context manager, or call :meth:`close`."""
 
     def __init__(
@@ -184,12 +223,18 @@ class Pool:
         hide_paths: Sequence[str] = (),
         recycle_after: int = 2000,
         require_seccomp: bool = True,
+        pipeline: int = 2,
     ) -> None:
         self.size = workers or os.cpu_count() or 1
         self.limits = limits or Limits()
         self.hash_seed = hash_seed
         self.plan: IsolationPlan = plan_isolation(isolation, python, tuple(hide_paths))
+        if recycle_after < 1:
+            raise ValueError(f"recycle_after must be at least 1, got {recycle_after!r}")
         self.recycle_after = recycle_after
+        if pipeline < 1:
+            raise ValueError(f"pipeline must be at least 1, got {pipeline!r}")
+        self.pipeline = pipeline  # jobs sent to a worker before its first answer arrives
         self.require_seccomp = require_seccomp
         self._config = {
             "preload": list(preload),
@@ -200,7 +245,7 @@ class Pool:
         self._finalizer = weakref.finalize(self, shutil.rmtree, self._stage, True)
         self._lock = threading.Lock()
         self._next_job = 0
-        self._idle: list[_Worker] = []
+        self._live: list[_Worker] = []  # started and greeted
         self._workers: list[_Worker] = []
         # Called with the number of calls of each batch as it finishes (e.g. a progress bar).
         self.on_batch: Callable[[int], None] | None = None
@@ -208,11 +253,11 @@ class Pool:
         try:
             starting = [self._launch() for _ in range(self.size)]
             for worker in starting:
-                self._idle.append(self._greet(worker))
+                self._live.append(self._greet(worker))
         except BaseException:
             self.close()
             raise
-        self.worker_info = self._idle[0].hello
+        self.worker_info = self._live[0].hello
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -224,18 +269,6 @@ class Pool:
     def warnings(self) -> tuple[str, ...]:
         return self.plan.warnings
 
-    def run(self, program: Program, call: Call, limits: Limits | None = None) -> ExecResult:
-        return self.run_batch(program, [call], limits)[0]
-
-    def run_batch(
-        self, program: Program, calls: Sequence[Call], limits: Limits | None = None
-    ) -> list[ExecResult]:
-        return self.run_all([Batch(program, calls, limits)])[0]
-
-    def run_all(self, batches: Iterable[Batch]) -> list[list[ExecResult]]:
-        """Run batches on all workers and return every batch's results, in submission order."""
-        return list(self.map(batches))
-
     def map(self, batches: Iterable[Batch]) -> Iterator[list[ExecResult]]:
         """Run batches on all workers; yield each batch's results in submission order.
 
@@ -246,6 +279,11 @@ class Pool:
             yield from self._dispatch(iter(batches))
 
     @property
+    def stage_dir(self) -> str:
+        """The directory of the sandbox-side modules this pool's workers run."""
+        return self._stage
+
+    @property
     def worker_pids(self) -> list[int]:
         """Process ids of the workers' outermost processes (the sandbox launchers)."""
         return [worker.process.pid for worker in self._workers]
@@ -254,14 +292,8 @@ class Pool:
         for worker in self._workers:
             worker.stop()
         self._workers.clear()
-        self._idle.clear()
+        self._live.clear()
         self._finalizer()
-
-    def __enter__(self) -> Pool:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- workers -------------------------------------------------------------------------------
 
@@ -292,7 +324,7 @@ class Pool:
 
     # -- dispatch ------------------------------------------------------------------------------
 
-    def _encode(self, batch: Batch) -> tuple[bytes, float]:
+    def _encode(self, batch: Batch, index: int) -> _InFlight:
         limits = batch.limits or self.limits
         self._next_job += 1
         job = {
@@ -305,96 +337,170 @@ class Pool:
             "trace": batch.trace.wire() if batch.trace else None,
         }
         budget = len(batch.calls) * (limits.effective_wall_timeout_s + 0.5) + _GRACE_S
-        return json.dumps(job).encode() + b"\n", budget
+        payload = json.dumps(job).encode() + b"\n"
+        return _InFlight(index, len(batch.calls), payload, budget, 0.0, limits, batch.trace)
+
+    def _free_worker(self, size: int) -> _Worker | None:
+        """An idle worker, else one with room in its queue for a job of ``size`` bytes (so that
+        a worker never waits for the parent between jobs). A queued job is written whole into
+        the worker's pipe, which it reads only after answering the job it runs: the bytes
+        queued stay well under a pipe's 64 KiB, so the parent never blocks on a busy worker."""
+        best = None
+        for worker in self._live:
+            if worker.jobs >= self.recycle_after:
+                continue
+            if not worker.queue:
+                return worker
+            queued = sum(len(job.payload) for job in islice(worker.queue, 1, None))
+            if len(worker.queue) < self.pipeline and queued + size <= _QUEUED_BYTES:
+                best = best or worker
+        return best
 
     def _dispatch(self, batches: Iterator[Batch]) -> Iterator[list[ExecResult]]:
         selector = selectors.DefaultSelector()
-        inflight: dict[int, tuple[_Worker, _InFlight]] = {}
+        by_fd: dict[int, _Worker] = {}
         finished: dict[int, list[ExecResult]] = {}
+        resend: deque[_InFlight] = deque()  # queued behind a failed job: never started
+        held: _InFlight | None = None  # the next job, encoded, waiting for a worker
         next_yield = 0
         submitted = 0
         exhausted = False
+
+        def start(worker: _Worker, job: _InFlight) -> None:
+            job.sent = time.monotonic()
+            if not worker.queue:
+                job.started, job.deadline = job.sent, job.sent + job.budget
+            try:
+                worker.send(job.payload)
+            except OSError:
+                if worker.queue:  # it died running its head job: that one is lost, not this
+                    why = f"worker exited unexpectedly: {worker.log_tail()}"
+                    self._fail_head(worker, finished, why)
+                    self._retire(worker, by_fd, selector, resend)
+                    resend.appendleft(job)
+                    return
+                worker = self._revive(worker)  # found dead while idle: replaced, once
+                try:
+                    worker.send(job.payload)
+                except OSError:
+                    failure = ExecResult.sandbox_failure("worker closed its input")
+                    finished[job.index] = [failure] * job.size
+                    self._retire(worker, by_fd, selector, resend)
+                    return
+            worker.queue.append(job)
+            if worker.fd not in by_fd:
+                by_fd[worker.fd] = worker
+                selector.register(worker.fd, selectors.EVENT_READ)
+
         try:
             while True:
-                while self._idle and not exhausted:
-                    batch = next(batches, None)
-                    if batch is None:
-                        exhausted = True
+                while True:
+                    if not resend and held is None and not exhausted:
+                        batch = next(batches, None)
+                        if batch is None:
+                            exhausted = True
+                        elif not batch.calls:
+                            finished[submitted] = []
+                            submitted += 1
+                            continue
+                        else:  # may raise: nothing is sent yet
+                            held = self._encode(batch, submitted)
+                            submitted += 1
+                    job = resend[0] if resend else held
+                    if job is None:
                         break
-                    if not batch.calls:
-                        finished[submitted] = []
-                        submitted += 1
-                        continue
-                    payload, budget = self._encode(batch)  # may raise: nothing is taken yet
-                    worker = self._idle.pop()
-                    now = time.monotonic()
-                    job = _InFlight(
-                        submitted,
-                        len(batch.calls),
-                        now + budget,
-                        now,
-                        batch.limits or self.limits,
-                        batch.trace,
-                    )
-                    submitted += 1
-                    try:
-                        worker = self._send(worker, payload)
-                    except OSError:
-                        self._fail(worker, job, finished, "worker closed its input")
-                        continue
-                    inflight[worker.fd] = (worker, job)
-                    selector.register(worker.fd, selectors.EVENT_READ)
+                    worker = self._free_worker(len(job.payload))
+                    if worker is None:
+                        break
+                    if resend:
+                        resend.popleft()
+                    else:
+                        held = None
+                    start(worker, job)
                 while next_yield in finished:
                     yield finished.pop(next_yield)
                     next_yield += 1
-                if not inflight:
-                    if exhausted:
+                if not by_fd:
+                    if exhausted and not resend and held is None:
                         return
+                    if not self._live:
+                        raise SandboxUnavailable("no sandbox worker is left to run the calls")
                     continue
-                timeout = min(job.deadline for _, job in inflight.values()) - time.monotonic()
+                heads = [worker.queue[0].deadline for worker in by_fd.values()]
+                timeout = min(heads) - time.monotonic()
                 for key, _ in selector.select(max(0.0, timeout)):
-                    worker, job = inflight[key.fd]
+                    worker = by_fd[key.fd]
                     chunk = os.read(key.fd, 1 << 20)
                     if not chunk:
-                        selector.unregister(key.fd)
-                        del inflight[key.fd]
-                        self._fail(
-                            worker,
-                            job,
-                            finished,
-                            f"worker exited unexpectedly: {worker.log_tail()}",
-                        )
+                        why = f"worker exited unexpectedly: {worker.log_tail()}"
+                        self._fail_head(worker, finished, why)
+                        self._retire(worker, by_fd, selector, resend)
                         continue
                     worker.buffer += chunk
-                    if b"\n" not in worker.buffer:
-                        continue
-                    line, worker.buffer = worker.buffer.split(b"\n", 1)
-                    selector.unregister(key.fd)
-                    del inflight[key.fd]
-                    finished[job.index] = self._decode(line, job)
-                    if self.on_batch is not None:
-                        self.on_batch(job.size)
-                    if worker.jobs >= self.recycle_after:
-                        worker = self._replace(worker)
-                    self._idle.append(worker)
+                    self._collect(worker, finished)
+                    if not worker.queue:
+                        selector.unregister(worker.fd)
+                        del by_fd[worker.fd]
+                        if worker.jobs >= self.recycle_after:
+                            self._live.remove(worker)
+                            self._live.append(self._replace(worker))
                 now = time.monotonic()
-                for fd, (worker, job) in list(inflight.items()):
-                    if now > job.deadline:
-                        selector.unregister(fd)
-                        del inflight[fd]
-                        self._fail(worker, job, finished, "worker stopped answering")
+                for worker in list(by_fd.values()):
+                    if now > worker.queue[0].deadline:
+                        self._fail_head(worker, finished, "worker stopped answering")
+                        self._retire(worker, by_fd, selector, resend)
         finally:
-            for worker, job in inflight.values():
-                self._fail(worker, job, finished, "dispatch interrupted")
+            for worker in list(by_fd.values()):
+                for job in worker.queue:
+                    finished[job.index] = [ExecResult.sandbox_failure("dispatch interrupted")] * (
+                        job.size
+                    )
+                worker.queue.clear()
+                # A worker still busy is replaced (no late answer can meet the next map's
+                # jobs); a replacement that cannot start must not hide why dispatch ended.
+                with contextlib.suppress(SandboxUnavailable):
+                    self._retire(worker, by_fd, selector, resend)
             selector.close()
 
-    def _send(self, worker: _Worker, payload: bytes) -> _Worker:
-        """Send a job; a worker found dead before the job started is replaced once."""
-        try:
-            worker.send(payload)
-        except OSError:
-            worker = self._replace(worker)
-            worker.send(payload)
+    def _collect(self, worker: _Worker, finished: dict[int, list[ExecResult]]) -> None:
+        """Take every complete answer line from the worker's buffer, in its queue's order."""
+        while worker.queue and b"\n" in worker.buffer:
+            line, worker.buffer = worker.buffer.split(b"\n", 1)
+            job = worker.queue.popleft()
+            finished[job.index] = self._decode(line, job)
+            if self.on_batch is not None:
+                self.on_batch(job.size)
+            if worker.queue:
+                head = worker.queue[0]
+                head.started = time.monotonic()
+                head.deadline = head.started + head.budget
+
+    def _fail_head(self, worker: _Worker, finished: dict[int, list[ExecResult]], why: str) -> None:
+        if worker.queue:
+            job = worker.queue.popleft()
+            finished[job.index] = [ExecResult.sandbox_failure(why)] * job.size
+
+    def _retire(
+        self,
+        worker: _Worker,
+        by_fd: dict[int, _Worker],
+        selector: selectors.BaseSelector,
+        resend: deque[_InFlight],
+    ) -> None:
+        """Replace a failed worker; the jobs queued behind the failed one never started, so
+        they are sent again (to any worker), keeping their places in the results."""
+        if by_fd.pop(worker.fd, None) is not None:
+            selector.unregister(worker.fd)
+        resend.extend(worker.queue)
+        worker.queue.clear()
+        if worker in self._live:
+            self._live.remove(worker)
+        self._live.append(self._replace(worker))
+
+    def _revive(self, worker: _Worker) -> _Worker:
+        self._live.remove(worker)
+        worker = self._replace(worker)
+        self._live.append(worker)
         return worker
 
     def _decode(self, line: bytes, job: _InFlight) -> list[ExecResult]:
@@ -407,11 +513,5 @@ class Pool:
         if len(results) != job.size:
             message = f"sandbox worker returned {len(results)} results for {job.size} calls"
             return [ExecResult.sandbox_failure(message)] * job.size
-        latency_ms = round((time.monotonic() - job.sent) * 1000, 3)
+        latency_ms = round((time.monotonic() - job.started) * 1000, 3)
         return [replace(result, latency_ms=latency_ms) for result in results]
-
-    def _fail(
-        self, worker: _Worker, job: _InFlight, finished: dict[int, list[ExecResult]], why: str
-    ) -> None:
-        finished[job.index] = [ExecResult.sandbox_failure(why)] * job.size
-        self._idle.append(self._replace(worker))

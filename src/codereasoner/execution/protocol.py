@@ -58,7 +58,7 @@ class Limits:
         return 2 * self.timeout_s + 1
 
     def wire(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = dict(vars(self))  # flat fields: no deep copy (asdict) for every job
         data["wall_timeout_s"] = self.effective_wall_timeout_s
         return data
 
@@ -86,7 +86,7 @@ class TraceOptions:
             raise ValueError(f"max_value_chars must be at least 16, got {self.max_value_chars!r}")
 
     def wire(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(vars(self))
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,9 @@ class ExecResult:
     wall_ms: float = 0.0
     cpu_ms: float = 0.0
     max_rss_kb: int = 0
-    latency_ms: float = 0.0  # parent-measured, dispatch to answer, for the whole batch
+    latency_ms: float = (
+        0.0  # parent-measured, for the whole batch: from when its worker started it to the answer
+    )
     trace: dict[str, Any] | None = None  # the tracer's wire form, when tracing was asked for
     extra: dict[str, Any] = field(default_factory=dict)
 

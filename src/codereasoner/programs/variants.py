@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from codereasoner.execution import Batch, Call, Limits, Pool, Program
+from codereasoner.execution import Batch, Call, Executor, Limits, Program
 from codereasoner.programs.equivalence import (
     CC_MIN,
     JACCARD_MAX,
@@ -88,7 +88,7 @@ def make_variants(
     originals: Sequence[str],
     entry: str,
     calls: Sequence[Call],
-    pool: Pool,
+    pool: Executor,
     rng: random.Random,
     *,
     wanted: int = 4,

@@ -27,8 +27,8 @@ from codereasoner.execution import (
     Batch,
     Call,
     ExecResult,
+    Executor,
     Limits,
-    Pool,
     Program,
     Status,
     TraceOptions,
@@ -111,7 +111,7 @@ def _plan(
     return batches, owners, offsets
 
 
-def run_batches(pool: Pool, batches: Sequence[Batch]) -> list[list[ExecResult]]:
+def run_batches(pool: Executor, batches: Sequence[Batch]) -> list[list[ExecResult]]:
     """Results of every batch; a batch hit by an infrastructure failure (a worker that died or
     stopped answering, never the program's own verdict) runs once more, so that a passing
     hiccup does not become a drop that an uninterrupted run would not have."""
@@ -128,7 +128,7 @@ def run_batches(pool: Pool, batches: Sequence[Batch]) -> list[list[ExecResult]]:
 
 
 def run_grouped(
-    pool: Pool, work: Sequence[Work], limits: Limits, trace: TraceOptions | None = None
+    pool: Executor, work: Sequence[Work], limits: Limits, trace: TraceOptions | None = None
 ) -> list[tuple[list[ExecResult], int]]:
     """Each program's results (in call order) and the line offset of its traces: a traced line
     ``n`` is line ``n - offset`` of the program."""

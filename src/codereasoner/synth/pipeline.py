@@ -31,9 +31,10 @@ from codereasoner.execution import (
     Call,
     CallSyntaxError,
     ExecResult,
+    Executor,
     Limits,
-    Pool,
     TraceOptions,
+    open_executor,
     parse_call,
 )
 from codereasoner.synth import generators
@@ -99,6 +100,7 @@ class SynthConfig:
     workers: int | None = None
     chunk_size: int = 256
     isolation: str = "auto"
+    executor: str | None = None  # local, ray or ray:ADDRESS (default: $CODEREASONER_EXECUTOR)
     timeout_s: float = 1.0
     max_steps: int = 10_000
 
@@ -205,7 +207,7 @@ class Pipeline:
     # -- execution ------------------------------------------------------------------------------
 
     def validate(
-        self, prepared: list[Prepared], pools: tuple[Pool, Pool], out: ChunkOutput
+        self, prepared: list[Prepared], pools: tuple[Executor, Executor], out: ChunkOutput
     ) -> None:
         """Run, filter, check the second hash seed, select mutants, and write records."""
         first, second = pools
@@ -377,12 +379,16 @@ def settings_of(
     }
 
 
-def open_pool(config: SynthConfig, hash_seed: int) -> Pool:
+def open_pool(config: SynthConfig, hash_seed: int) -> Executor:
     """A pool for the pipeline. Generated cases cannot import anything, so the warm workers
     preload only the sandbox-side tracer: a child that imports it itself compiles it on every
     fork (traced batches about 3x slower), and a smaller worker forks faster."""
-    return Pool(
-        config.workers, hash_seed=hash_seed, isolation=config.isolation, preload=("tracer",)
+    return open_executor(
+        config.executor,
+        config.workers,
+        hash_seed=hash_seed,
+        isolation=config.isolation,
+        preload=("tracer",),
     )
 
 
@@ -407,7 +413,7 @@ def _chunks(start: int, stop: int, size: int) -> Iterator[range]:
 def run(
     config: SynthConfig,
     progress: Progress | None = None,
-    pools: tuple[Pool, Pool] | None = None,
+    pools: tuple[Executor, Executor] | None = None,
     *,
     source: CandidateSource | None = None,
     decontam: Decontamination | tuple[BenchmarkIndex, Sequence[str]] | None = None,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from codereasoner import values
 
 if TYPE_CHECKING:
-    from codereasoner.execution import Pool
+    from codereasoner.execution import Executor
     from codereasoner.tasks.plans import GradingPlan
 
 
@@ -192,7 +192,7 @@ class TaskKind(Protocol):
         self,
         item: Item,
         answer: Extracted,
-        pool: Pool | None = None,
+        pool: Executor | None = None,
         grading: Grading | str = Grading.OFFICIAL,
     ) -> Score: ...
 

@@ -35,7 +35,7 @@ from codereasoner.tasks.grading import official_assertion
 from codereasoner.tasks.plans import GradingPlan, Job, build_plan, run_plans, verdict
 
 if TYPE_CHECKING:
-    from codereasoner.execution import Pool
+    from codereasoner.execution import Executor
 
 Grade = Callable[[int, str], Score | Job]
 ROBUST_MODES = frozenset({Extraction.ROBUST, Extraction.ANSWER_TAG})  # read by the robust rules
@@ -106,7 +106,7 @@ class PlannedTask:
         self,
         item: Item,
         answer: Extracted,
-        pool: Pool | None = None,
+        pool: Executor | None = None,
         grading: Grading | str = Grading.OFFICIAL,
     ) -> Score:
         """One verdict: the plan for this one answer, run through ``pool``."""

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from codereasoner import values
-from codereasoner.execution import Pool, Program
+from codereasoner.execution import Executor, Program
 from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
     Answer,
@@ -238,7 +238,7 @@ class CoreKind(PlannedTask):
         self,
         item: Item,
         answer: Extracted,
-        pool: Pool | None = None,
+        pool: Executor | None = None,
         grading: Grading | str = Grading.STRICT,
     ) -> Score:
         """One verdict; CoRE answers are literals, so no pool is needed."""

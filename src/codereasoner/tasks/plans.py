@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from codereasoner.execution import Batch, Call, ExecResult, Limits, Pool, Program, Status
+from codereasoner.execution import Batch, Call, ExecResult, Executor, Limits, Program, Status
 from codereasoner.tasks.base import Extracted, Item, ParseFailure, Reason, Score, one_line
 
 # Upstream: a 3 s wall-clock itimer (ITIMER_REAL) per program; CPU time can be no more.
@@ -88,7 +88,7 @@ PROBE_S = 0.25
 
 
 def run_plans(
-    pool: Pool | None,
+    pool: Executor | None,
     plans: Sequence[GradingPlan],
     limits: Limits = OFFICIAL_LIMITS,
     memo: Memo | None = None,
@@ -129,7 +129,9 @@ def run_plans(
     return [plan.resolve() for plan in plans]
 
 
-def _execute(pool: Pool, waiting: dict[Key, list[tuple[GradingPlan, Job]]], limits: Limits) -> Memo:
+def _execute(
+    pool: Executor, waiting: dict[Key, list[tuple[GradingPlan, Job]]], limits: Limits
+) -> Memo:
     probe = limits
     if limits.timeout_s > PROBE_S:
         probe = replace(limits, timeout_s=PROBE_S, wall_timeout_s=None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from codereasoner.execution import Batch, Call, ExecResult, Limits, Pool, Program, TraceOptions
+from codereasoner.execution import Batch, Call, ExecResult, Executor, Limits, Program, TraceOptions
 from codereasoner.execution.protocol import WireFormatError
 from codereasoner.trace.model import ExecutionTrace
 
@@ -34,7 +34,7 @@ def _traced(result: ExecResult, options: TraceOptions) -> TracedCall:
 
 
 def trace_batches(
-    pool: Pool,
+    pool: Executor,
     work: Iterable[tuple[Program, Sequence[Call]]],
     options: TraceOptions | None = None,
     limits: Limits | None = None,
@@ -47,7 +47,7 @@ def trace_batches(
 
 
 def trace_calls(
-    pool: Pool,
+    pool: Executor,
     program: Program,
     calls: Sequence[Call],
     options: TraceOptions | None = None,
@@ -59,7 +59,7 @@ def trace_calls(
 
 
 def trace_call(
-    pool: Pool,
+    pool: Executor,
     program: Program,
     call: Call,
     options: TraceOptions | None = None,

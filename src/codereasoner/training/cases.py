@@ -28,7 +28,7 @@ from codereasoner.benchmarks.cases import (
     read_cases,
 )
 from codereasoner.benchmarks.cases import NAME as BENCHMARK
-from codereasoner.execution import Pool, Program, TraceOptions, parse_call
+from codereasoner.execution import Executor, Program, TraceOptions, parse_call
 from codereasoner.programs.probes import Probe, probes_for
 from codereasoner.trace import ExecutionTrace, to_text, trace_batches
 
@@ -53,7 +53,7 @@ TRACE_TRIES = 3  # a trace shown to the teacher is cut (saying so) beyond this
 PROBE_LIMIT = 8  # probes drawn per case: items take the first --probes-per-case of them
 
 
-def trace_cases(pool: Pool, cases: Sequence[Case]) -> dict[str, ExecutionTrace]:
+def trace_cases(pool: Executor, cases: Sequence[Case]) -> dict[str, ExecutionTrace]:
     """Our exact trace of each case's call, by case id (cases whose call cannot be traced are
     left out), all cases batched through ``pool``."""
     traces: dict[str, ExecutionTrace] = {}
@@ -72,7 +72,7 @@ def trace_cases(pool: Pool, cases: Sequence[Case]) -> dict[str, ExecutionTrace]:
 
 
 def trace_hints(
-    pool: Pool, cases: Sequence[Case], traces: Mapping[str, ExecutionTrace] | None = None
+    pool: Executor, cases: Sequence[Case], traces: Mapping[str, ExecutionTrace] | None = None
 ) -> dict[str, str]:
     """Our exact trace of each case's call, as compact text (cut beyond ``HINT_CHARS``);
     ``traces`` when the caller has them already."""

@@ -34,7 +34,7 @@ from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.cases import CASES, cases_folder
 from codereasoner.evaluation.runner import Events, RunError, Runner, RunSettings
 from codereasoner.evaluation.store import RunStore, StoredCompletion
-from codereasoner.execution import Pool, SandboxUnavailable
+from codereasoner.execution import Executor, SandboxUnavailable, open_executor
 from codereasoner.files import write_atomic
 from codereasoner.models.base import Backend, Sampling
 from codereasoner.synth.writer import FolderBusy, exclusive
@@ -75,6 +75,7 @@ class DistillSettings:
     timeout: float | None = None
     workers: int | None = None
     isolation: str = "auto"
+    executor: str | None = None  # local, ray or ray:ADDRESS (default: $CODEREASONER_EXECUTOR)
 
     def fixed(self) -> dict[str, Any]:
         """What a resumed run must repeat (the runner checks sampling and prompts itself)."""
@@ -128,7 +129,7 @@ class Distiller:
         settings: DistillSettings,
         events: Events | None = None,
         *,
-        pool: Pool | None = None,
+        pool: Executor | None = None,
     ) -> None:
         if settings.k < 1:
             raise RunError(f"--k {settings.k}: expected at least 1 sample per item")
@@ -175,10 +176,14 @@ class Distiller:
         self._pool = None
         self._lock.close()
 
-    def pool(self) -> Pool:
+    def pool(self) -> Executor:
         if self._pool is None:
             try:
-                self._pool = Pool(self.settings.workers, isolation=self.settings.isolation)
+                self._pool = open_executor(
+                    self.settings.executor,
+                    self.settings.workers,
+                    isolation=self.settings.isolation,
+                )
             except (SandboxUnavailable, ValueError) as exc:
                 raise RunError(f"sandbox unavailable: {exc}") from None
         return self._pool

@@ -50,7 +50,10 @@ def _code_reasoning(context: RewardContext) -> CodeReasoningReward:
     )
     # eos ids are the trainer's own, set once it is built (see _set_eos_ids)
     return CodeReasoningReward(
-        config, workers=train.sandbox_workers or _workers_per_process(), isolation=train.isolation
+        config,
+        workers=train.sandbox_workers or _workers_per_process(),
+        isolation=train.isolation,
+        executor=train.executor,
     )
 
 

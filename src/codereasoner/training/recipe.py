@@ -29,6 +29,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from codereasoner.execution.executor import parse_executor
+
 __all__ = [
     "Recipe",
     "RecipeError",
@@ -118,6 +120,13 @@ class TrainArguments:
     )
     isolation: str = field(
         default="auto", metadata={"help": "Sandbox isolation: auto, bubblewrap or fallback."}
+    )
+    executor: str | None = field(
+        default=None,
+        metadata={
+            "help": "Where answers run: local, ray or ray:ADDRESS (default: "
+            "$CODEREASONER_EXECUTOR, else local)."
+        },
     )
     curves: bool = field(
         default=True,
@@ -310,6 +319,12 @@ def load_recipe(stage: Stage | str, path: Path, overrides: Sequence[str] = ()) -
             f"{source('isolation')}: isolation {train.isolation!r}; expected one of "
             + ", ".join(ISOLATIONS)
         )
+    try:
+        parse_executor(train.executor)
+    except ValueError as exc:
+        raise RecipeError(
+            f"{source('executor')}: {exc}".replace("--executor ", "executor ")
+        ) from None
     if stage is Stage.GRPO:
         from codereasoner.training.grpo_rewards import check_rewards
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from codereasoner import tasks
 from codereasoner.benchmarks.cases import DIRECTIONS
-from codereasoner.execution import Limits, Pool
+from codereasoner.execution import Executor, Limits, open_executor
 from codereasoner.tasks import Extracted, GradingPlan, Item, Reason, Score
 from codereasoner.training.process import COLUMN as PROBES_COLUMN
 from codereasoner.training.process import process_score
@@ -124,7 +124,7 @@ class RewardBatch:
 
 
 def score_batch(
-    samples: Sequence[Sample], pool: Pool, config: RewardConfig | None = None
+    samples: Sequence[Sample], pool: Executor, config: RewardConfig | None = None
 ) -> RewardBatch:
     """Grade every completion; backward answers of all prompts run together through ``pool``."""
     config = config or RewardConfig()
@@ -232,23 +232,25 @@ class CodeReasoningReward:
         eos_token_ids: Collection[int] = (),
         workers: int | None = None,
         isolation: str = "auto",
+        executor: str | None = None,
     ) -> None:
         self.config = config or RewardConfig()
         self.eos_token_ids = frozenset(eos_token_ids)
         self.workers = workers
         self.isolation = isolation
+        self.executor = executor  # local, ray or ray:ADDRESS (default: $CODEREASONER_EXECUTOR)
         self.last: RewardBatch | None = None
-        self._pool: Pool | None = None
+        self._pool: Executor | None = None
         self._owner = 0
 
     @property
     def __name__(self) -> str:  # TRL's name for the reward: rewards/code_reasoning/mean
         return "code_reasoning"
 
-    def pool(self) -> Pool:
+    def pool(self) -> Executor:
         if self._pool is None or self._owner != os.getpid():
             # a forked child must not use (or close) its parent's workers
-            self._pool = Pool(self.workers, isolation=self.isolation)
+            self._pool = open_executor(self.executor, self.workers, isolation=self.isolation)
             self._owner = os.getpid()
             weakref.finalize(self, _close_in, self._pool, self._owner)
         return self._pool
@@ -304,7 +306,7 @@ class CodeReasoningReward:
         return [not row or row[-1] not in self.eos_token_ids for row in ids]
 
 
-def _close_in(pool: Pool, pid: int) -> None:
+def _close_in(pool: Executor, pid: int) -> None:
     """Close ``pool`` at exit, only in the process that opened it (a forked child inherits the
     finalizer, and must not stop its parent's workers)."""
     if os.getpid() == pid:
@@ -328,20 +330,21 @@ def completion_text(completion: Any) -> str:
 # verl
 # ---------------------------------------------------------------------------------------
 
-_VERL_POOL: dict[int, Pool] = {}
+_VERL_POOL: dict[int, Executor] = {}
 _VERL_POOL_LOCK = threading.Lock()  # verl's naive manager scores from several threads at once
 # Sandbox workers per verl reward process (verl runs several reward processes per node).
 WORKERS_ENV = "CODEREASONER_REWARD_WORKERS"
 
 
-def _process_pool() -> Pool:
+def _process_pool() -> Executor:
     """One pool per process for verl's reward workers, closed when the process exits; its
-    size is ``$CODEREASONER_REWARD_WORKERS`` (default: one worker per core)."""
+    size is ``$CODEREASONER_REWARD_WORKERS`` (default: one worker per core, or the Ray
+    cluster's CPUs), and ``$CODEREASONER_EXECUTOR`` says where it runs (default: locally)."""
     pid = os.getpid()
     with _VERL_POOL_LOCK:
         if pid not in _VERL_POOL:
             workers = os.environ.get(WORKERS_ENV)
-            pool = Pool(int(workers) if workers else None)
+            pool = open_executor(None, int(workers) if workers else None)
             _VERL_POOL[pid] = pool
             weakref.finalize(pool, _close_in, pool, pid)
         return _VERL_POOL[pid]

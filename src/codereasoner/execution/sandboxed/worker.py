@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import builtins
 import contextlib
+import ctypes
 import gc
 import json
 import math
@@ -51,7 +52,7 @@ import select
 import signal
 import socket
 import time
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 if TYPE_CHECKING:  # the sandbox imports the same file as the flat module `values`
     from codereasoner import values
@@ -71,6 +72,8 @@ _PARTS = {"preamble": "<preamble>", "source": "<program>", "epilogue": "<epilogu
 _READY = b'{"ready": true}'
 # Below the pool's grace period, so that a stuck set-up is reported by the worker itself.
 _SETUP_TIMEOUT_S = 4.0
+# How often the template looks for the end of killed children while it waits for requests.
+_REAP_POLL_S = 0.005
 # Signals the worker and the template ignore: nothing in the sandbox may end them by a signal
 # (children cannot send any, and the kernel cannot be asked to on their behalf; this is a second
 # line). Children get the previous dispositions back.
@@ -228,14 +231,20 @@ class _StateGuard:
         self.sys_hooks = {name: getattr(sys, name) for name in ("displayhook", "excepthook")}
 
     def restore(self) -> None:
-        sys.settrace(None)
-        sys.setprofile(None)
         current = builtins.__dict__
         current.clear()
         current.update(self.builtins)
         for name, module in self.modules.items():
             if sys.modules.get(name) is not module:
                 sys.modules[name] = module
+        self.reset()
+
+    def reset(self) -> None:
+        """The part a fresh child needs before its first call: its builtins and modules are
+        the snapshot's already (restoring them would touch, and so copy, every page holding
+        one of them), but the random seed, for one, is not."""
+        sys.settrace(None)
+        sys.setprofile(None)
         sys.setrecursionlimit(self.recursion_limit)
         sys.set_int_max_str_digits(self.int_digits)
         for name, hook in self.sys_hooks.items():
@@ -282,7 +291,7 @@ class _Child:
         )
         os._exit(_EXIT_RESTART)
 
-    def run(self) -> None:
+    def run(self, guard: _StateGuard) -> None:
         job = self.job
         try:
             # The preamble and epilogue run in the program's namespace but are not traced.
@@ -300,10 +309,9 @@ class _Child:
                     }
                 )
             return
-        guard = _StateGuard()
         # sys.__stdin__ too, on purpose, although the stubs declare it Final (a TextIOWrapper).
         sys.stdin = sys.__stdin__ = _EmptyStdin()  # type: ignore[misc, assignment]
-        guard.restore()
+        guard.reset()
         for index in range(self.start, len(job["calls"])):
             self.index = index
             call = job["calls"][index]
@@ -313,6 +321,8 @@ class _Child:
             self.stderr.size = 0
             sys.stdout, sys.stderr = self.stdout, self.stderr
             self.send(self._run_call(codes, call))
+            if index + 1 == len(job["calls"]):
+                os._exit(0)  # straight away: the worker ends this child after its last result
             guard.restore()
             sys.stdout, sys.stderr = self.stdout, self.stderr
             if len(os.listdir("/proc/self/task")) > 1:
@@ -416,6 +426,13 @@ class _Child:
         return result
 
 
+class _Image(NamedTuple):
+    """What a template's children start from."""
+
+    guard: _StateGuard
+    vm_kb: int  # the template's address space: memory limits count on top of it
+
+
 class Worker:
     def __init__(self, config: dict) -> None:
         self.config = config
@@ -432,28 +449,37 @@ class Worker:
                 self.filter = seccomp_filter.SeccompFilter()
             except Exception as exc:  # reported to the parent, which decides whether to refuse
                 self.seccomp_error = f"{type(exc).__name__}: {exc}"
-        for name in config.get("preload", ()):
-            with contextlib.suppress(Exception):
-                __import__(name)
         self._set_not_dumpable()
-        self.vm_kb = _vm_size_kb()
         self.devnull_r = os.open(os.devnull, os.O_RDONLY)
         self.devnull_w = os.open(os.devnull, os.O_WRONLY)
         self.child_signals = {number: signal.getsignal(number) for number in _STRAY_SIGNALS}
         for number in _STRAY_SIGNALS:
             signal.signal(number, signal.SIG_IGN)
+        # Two fork servers, both forked before any job is read (no child ever holds an earlier
+        # job's data). The lean one, forked before the preloads, serves jobs with no import
+        # statement and no trace: a smaller image forks and exits in about half the time. Which
+        # one a job uses depends only on its text, so results never depend on load or order.
+        self.lean = _Template(self, self._image())
+        for name in config.get("preload", ()):
+            with contextlib.suppress(Exception):
+                __import__(name)
+        self.image = self._image()
+        self.template = _Template(self, self.image)
+
+    @staticmethod
+    def _image() -> _Image:
+        # Taken once per template: its children start from this state, and restore it
+        # between calls.
+        image = _Image(_StateGuard(), _vm_size_kb())
         gc.collect()
         gc.freeze()
-        # Forked before any job is read: the template, and every child, never held job data.
-        self.template = _Template(self)
+        return image
 
     @staticmethod
     def _set_not_dumpable() -> None:
         # Keeps children (same uid) from reading this process through /proc/<pid>/mem.
         with contextlib.suppress(Exception):
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+            _PRCTL(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
 
     def hello(self) -> dict:
         return {
@@ -465,7 +491,8 @@ class Worker:
             "uid": os.getuid(),
             "pid": os.getpid(),
             "template_pid": self.template.pid,
-            "vm_kb": self.vm_kb,
+            "lean_template_pid": self.lean.pid,
+            "vm_kb": self.image.vm_kb,
             "tracer_engine": _tracer_engine(),
         }
 
@@ -481,24 +508,33 @@ class Worker:
 
     # -- the child (forked by the template) ----------------------------------------------------
 
-    def enter_child(self, job_fd: int, result_fd: int) -> None:
+    def enter_child(self, job_fd: int, result_fd: int, image: _Image) -> None:
         """Read the job, confine this process, acknowledge, run the calls; never returns."""
         try:
             template = os.getppid()
             os.setpgid(0, 0)
             _prctl_parent_death_kill()
-            start, line = _read_job(job_fd)  # a spare child waits here, as deaf as the template
-            os.close(job_fd)
-            for number, handler in self.child_signals.items():
-                signal.signal(number, handler)
-            job = json.loads(line)
-            del line
+            # Done before the job arrives, so that a job waits for none of it.
             os.dup2(self.devnull_r, 0)
             os.dup2(self.devnull_w, 1)
             os.dup2(self.devnull_w, 2)
-            os.closerange(3, result_fd)
-            os.closerange(result_fd + 1, 1 << 16)
-            self._set_limits(job, start)
+            low, high = sorted((job_fd, result_fd))
+            os.closerange(3, low)
+            os.closerange(low + 1, high)
+            os.closerange(high + 1, 1 << 16)
+            # The children's dispositions, with the signals blocked: a spare stays as deaf as
+            # the template while it waits, and what reached it meanwhile is dropped below.
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STRAY_SIGNALS)
+            for number, handler in self.child_signals.items():
+                signal.signal(number, handler)
+            start, line = _read_job(job_fd)  # a spare child waits here
+            os.close(job_fd)
+            for number in signal.sigpending() & set(_STRAY_SIGNALS):
+                signal.sigtimedwait([number], 0)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            job = json.loads(line)
+            del line
+            self._set_limits(job, start, image.vm_kb)
             if self.drop_to_uid is not None and os.getuid() == 0:
                 os.setgroups([])
                 os.setgid(self.drop_to_uid)
@@ -516,15 +552,16 @@ class Worker:
                 _write_all(result_fd, json.dumps(failure).encode() + b"\n")
             os._exit(70)
         try:
-            _Child(job, start, result_fd).run()
+            _Child(job, start, result_fd).run(image.guard)
         finally:
             os._exit(0)
 
-    def _set_limits(self, job: dict, start: int) -> None:
+    @staticmethod
+    def _set_limits(job: dict, start: int, vm_kb: int) -> None:
         limits = job["limits"]
         remaining = len(job["calls"]) - start
         cpu = math.ceil(float(limits["timeout_s"]) * remaining) + 1
-        memory = (self.vm_kb << 10) + (int(limits["memory_mb"]) << 20)
+        memory = (vm_kb << 10) + (int(limits["memory_mb"]) << 20)
         settings = (
             (resource.RLIMIT_CPU, cpu, cpu + 1),
             (resource.RLIMIT_AS, memory, memory),
@@ -544,17 +581,21 @@ class Worker:
 
     def run_job(self, job: dict, line: bytes) -> list[dict]:
         calls = job["calls"]
+        lean = job.get("trace") is None and not any(
+            "import" in (job.get(part) or "") for part in _PARTS
+        )
+        template = self.lean if lean else self.template
         results: list[dict] = []
         while len(results) < len(calls):
-            results.extend(self._run_child(job, line, len(results)))
+            results.extend(self._run_child(job, line, len(results), template))
         return results
 
-    def _run_child(self, job: dict, line: bytes, start: int) -> list[dict]:
+    def _run_child(self, job: dict, line: bytes, start: int, template: _Template) -> list[dict]:
         limits = job["limits"]
         timeout_s = float(limits["timeout_s"])
         wall_timeout_s = float(limits["wall_timeout_s"])
         try:
-            pid, child_fd, read_fd = self.template.fork()
+            pid, child_fd, read_fd = template.fork()
         except _TemplateError as exc:
             return [_sandbox_error(f"cannot start a sandboxed child: {exc}")]
         pending = memoryview(b"%d %d\n" % (start, len(line)) + line)
@@ -638,7 +679,7 @@ class Worker:
             _kill_group(pid)
             # The exit status matters only when calls remain; otherwise the template reaps the
             # child while this worker answers the parent.
-            reaped = self.template.reap(pid, wait=start + len(results) < total)
+            reaped = template.reap(pid, wait=start + len(results) < total)
         if reaped is None:
             return results
         wait_status, usage = reaped
@@ -668,27 +709,31 @@ class _Template:
     """The fork server: a copy of the worker taken before any job, which forks the children.
 
     Requests over a SOCK_SEQPACKET socketpair, answered in order: ``fork`` (answer: the child's
-    pid, with the job pipe's write end and the result pipe's read end attached) and
-    ``reap <pid>`` (answer: ``[wait status, ru_maxrss, ru_utime, ru_stime]``). It holds nothing
+    pid, with the job pipe's write end and the result pipe's read end attached),
+    ``reap <pid>`` (answer: ``[wait status, ru_maxrss, ru_utime, ru_stime]``) and
+    ``forget <pid>`` (no answer: the killed child is reaped once it has ended, so that tearing
+    down its memory never delays the next fork). It holds nothing
     but pids and the pipe ends of one spare child, forked ahead so that a job does not wait for
     the fork; the spare waits for its job in its job pipe, a copy of the template like any child.
     """
 
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, worker: Worker, image: _Image) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.pid = os.fork()
         if self.pid == 0:
             ours.close()
+            earlier = getattr(worker, "lean", None)
+            if earlier is not None:  # the worker's end of the other template's channel
+                earlier.socket.close()
             try:
-                self._serve(worker, theirs)
+                self._serve(worker, theirs, image)
             finally:
                 os._exit(0)
         theirs.close()
         self.socket = ours
-        self.unanswered = 0  # reaps whose answers nobody waited for
 
     @staticmethod
-    def _serve(worker: Worker, channel: socket.socket) -> None:
+    def _serve(worker: Worker, channel: socket.socket, image: _Image) -> None:
         _prctl_parent_death_kill()
         os.dup2(worker.devnull_r, 0)  # the worker's job stream and answers are not ours
         os.dup2(worker.devnull_w, 1)
@@ -702,18 +747,30 @@ class _Template:
                 channel.close()
                 for fd in (job_w, result_r):
                     os.close(fd)
-                worker.enter_child(job_r, result_w)
+                worker.enter_child(job_r, result_w, image)
             os.close(job_r)
             os.close(result_w)
             with contextlib.suppress(OSError):
                 os.setpgid(pid, pid)
             return pid, job_w, result_r
 
+        forgotten: set[int] = set()  # killed children nobody waits for: reaped when they end
+
         while True:
+            if forgotten:
+                for pid in list(forgotten):
+                    with contextlib.suppress(ChildProcessError):
+                        if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                            continue
+                    forgotten.discard(pid)
+                if forgotten and not select.select([channel], [], [], _REAP_POLL_S)[0]:
+                    continue
             request = channel.recv(64)
             if not request:
                 return
-            if request == b"fork":
+            if request.startswith(b"forget "):
+                forgotten.add(int(request[7:]))
+            elif request == b"fork":
                 try:
                     child = spare or make_spare()
                 except OSError as exc:
@@ -730,15 +787,8 @@ class _Template:
                 answer = [status, usage.ru_maxrss, usage.ru_utime, usage.ru_stime]
                 channel.send(json.dumps(answer).encode())
 
-    def _drain(self) -> None:
-        while self.unanswered:
-            if not self.socket.recv(256):
-                raise SystemExit("sandbox template process ended")
-            self.unanswered -= 1
-
     def fork(self) -> tuple[int, int, int]:
         self.socket.send(b"fork")
-        self._drain()
         message, fds, _, _ = socket.recv_fds(self.socket, 256, 2)
         if not message:  # the template is gone: end the worker, the pool starts a new one
             raise SystemExit("sandbox template process ended")
@@ -749,12 +799,12 @@ class _Template:
         return int(message), fds[0], fds[1]
 
     def reap(self, pid: int, wait: bool = True) -> tuple[int, tuple[int, float, float]] | None:
-        """Have the template reap ``pid`` (killed already); its status and usage if ``wait``."""
-        self.socket.send(b"reap %d" % pid)
+        """Have the template reap ``pid`` (killed already): now, for its status and usage, or
+        (``wait=False``) whenever it has ended, while the template goes on serving forks."""
         if not wait:
-            self.unanswered += 1
+            self.socket.send(b"forget %d" % pid)
             return None
-        self._drain()
+        self.socket.send(b"reap %d" % pid)
         answer = self.socket.recv(256)
         if not answer:
             raise SystemExit("sandbox template process ended")
@@ -762,11 +812,12 @@ class _Template:
         return status, (maxrss, utime, stime)
 
 
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up once: children only call it
+
+
 def _prctl_parent_death_kill() -> None:
     with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        _PRCTL(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def _read_job(fd: int) -> tuple[int, bytes]:

@@ -19,6 +19,7 @@ from typing import Any
 from codereasoner.execution import (
     Batch,
     ExecResult,
+    Executor,
     Limits,
     Pool,
     Program,
@@ -47,7 +48,7 @@ def outcome(result: ExecResult, max_chars: int = MAX_OUTPUT_CHARS) -> str:
 
 
 def run_candidates(
-    pool: Pool, candidates: Sequence[Candidate], trace: bool = False
+    pool: Executor, candidates: Sequence[Candidate], trace: bool = False
 ) -> list[ExecResult]:
     """Run each candidate's call once in the pool, in order (traced when ``trace``)."""
     options = TraceOptions(max_steps=5000) if trace else None
@@ -122,7 +123,7 @@ def _quantiles(values: Sequence[float]) -> dict[str, float]:
     } | {"mean": round(sum(ordered) / len(ordered), 3)}
 
 
-def measure(pool: Pool | None, n: int, seed: int = 0, start: int = 0) -> Report:
+def measure(pool: Executor | None, n: int, seed: int = 0, start: int = 0) -> Report:
     """Generate ``n`` candidates and measure them (execution only when ``pool`` is given)."""
     generator = OfflineGenerator(seed)
     began = time.perf_counter()
