@@ -171,7 +171,6 @@ class _InFlight:
     size: int
     payload: bytes  # kept so that a job queued behind a failed one can be sent again
     budget: float
-    sent: float
     limits: Limits  # what the calls ran under: the parent re-checks results against them
     trace: TraceOptions | None
     # Set when the job reaches the head of its worker's queue (the worker starts it then):
@@ -338,7 +337,7 @@ class Pool(BatchRunner):
         }
         budget = len(batch.calls) * (limits.effective_wall_timeout_s + 0.5) + _GRACE_S
         payload = json.dumps(job).encode() + b"\n"
-        return _InFlight(index, len(batch.calls), payload, budget, 0.0, limits, batch.trace)
+        return _InFlight(index, len(batch.calls), payload, budget, limits, batch.trace)
 
     def _free_worker(self, size: int) -> _Worker | None:
         """An idle worker, else one with room in its queue for a job of ``size`` bytes (so that
@@ -367,9 +366,9 @@ class Pool(BatchRunner):
         exhausted = False
 
         def start(worker: _Worker, job: _InFlight) -> None:
-            job.sent = time.monotonic()
             if not worker.queue:
-                job.started, job.deadline = job.sent, job.sent + job.budget
+                job.started = time.monotonic()
+                job.deadline = job.started + job.budget
             try:
                 worker.send(job.payload)
             except OSError:
@@ -442,8 +441,7 @@ class Pool(BatchRunner):
                         selector.unregister(worker.fd)
                         del by_fd[worker.fd]
                         if worker.jobs >= self.recycle_after:
-                            self._live.remove(worker)
-                            self._live.append(self._replace(worker))
+                            self._revive(worker)
                 now = time.monotonic()
                 for worker in list(by_fd.values()):
                     if now > worker.queue[0].deadline:
@@ -493,12 +491,12 @@ class Pool(BatchRunner):
             selector.unregister(worker.fd)
         resend.extend(worker.queue)
         worker.queue.clear()
-        if worker in self._live:
-            self._live.remove(worker)
-        self._live.append(self._replace(worker))
+        self._revive(worker)
 
     def _revive(self, worker: _Worker) -> _Worker:
-        self._live.remove(worker)
+        """Stop ``worker`` and put a fresh one in its place among the live ones."""
+        if worker in self._live:
+            self._live.remove(worker)
         worker = self._replace(worker)
         self._live.append(worker)
         return worker
