@@ -10,6 +10,7 @@ the host tree seen through the sandbox, and stage directories left behind by kil
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -73,8 +74,13 @@ def _worker_host_pid(pool: Pool) -> int:
 
 
 def _descendants(pid: int) -> list[int]:
+    """The live descendants of pid; a job's child may exit (and be reaped) while we look."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except FileNotFoundError:
+        return []
     found = []
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+    for child in children:
         found.append(int(child))
         found += _descendants(int(child))
     return found
@@ -259,8 +265,9 @@ def test_the_worker_ignores_stray_signals(fallback_pool: Pool) -> None:
         signal.SIGALRM,
     ):
         os.kill(worker, number)
-        for process in _descendants(worker):  # the template and its spare child
-            os.kill(process, number)
+        for process in _descendants(worker):  # the templates and their spare children
+            with contextlib.suppress(ProcessLookupError):  # a finished job's child, reaped
+                os.kill(process, number)
     time.sleep(0.1)
     assert_serves(fallback_pool)
     assert _worker_host_pid(fallback_pool) == worker and fallback_pool.restarts == restarts
