@@ -441,6 +441,49 @@ def test_scheduling_of_other_processes_is_denied(solo: Pool) -> None:
     assert_serves(solo)
 
 
+LIMITS_PROBE = """
+    import ctypes, os, resource
+    def f():
+        libc = ctypes.CDLL(None, use_errno=True)
+        out = {}
+        def attempt(name, call):
+            try:
+                call()
+                out[name] = 'allowed'
+            except (OSError, ValueError) as exc:
+                out[name] = getattr(exc, 'strerror', None) or 'refused'
+        for label, pid in (('init', 1), ('parent', os.getppid()), ('self_pid', os.getpid())):
+            attempt(f'lower_{label}', lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE, (3, 3)))
+            attempt(f'read_{label}', lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE))
+        def raw(*args):
+            ctypes.set_errno(0)
+            if libc.syscall(*args) == -1:
+                raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        # prlimit64 with pid 0 in the low 32 bits (the kernel's int), not in the 64-bit argument
+        attempt('high_bits', lambda: raw(302, ctypes.c_long(1 << 32), 7, None, None))
+        for kind in (resource.RLIMIT_AS, resource.RLIMIT_NPROC, resource.RLIMIT_NOFILE):
+            soft, hard = resource.getrlimit(kind)
+            attempt(f'raise_{kind}', lambda: resource.setrlimit(kind, (hard + 1, hard + 1)))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))  # lowering one's own stays allowed
+        return out, resource.getrlimit(resource.RLIMIT_NOFILE)
+"""
+
+
+def test_limits_of_other_processes_cannot_be_changed_nor_own_raised(solo: Pool) -> None:
+    worker = _worker_host_pid(solo)
+    templates = Path(f"/proc/{worker}/task/{worker}/children").read_text().split()
+    before = {pid: Path(f"/proc/{pid}/limits").read_text() for pid in (worker, *templates)}
+    out, own = returned(_run(solo, LIMITS_PROBE))
+    denied = {name: os.strerror(1) for name in out if not name.startswith("raise_")}
+    assert {name: out[name] for name in denied} == denied, out
+    assert all(out[name] in ("refused", os.strerror(1)) for name in out if "raise_" in name), out
+    assert own == (32, 32)
+    assert {pid: Path(f"/proc/{pid}/limits").read_text() for pid in before} == before
+    later = "import resource\ndef f():\n    return list(resource.getrlimit(resource.RLIMIT_NOFILE))"
+    assert returned(_run(solo, later)) == [64, 64]  # the next child sets its own again
+    assert_serves(solo)
+
+
 # --- 2. Heap residue of earlier jobs ---------------------------------------------------------
 
 RESIDUE_SEARCH = """

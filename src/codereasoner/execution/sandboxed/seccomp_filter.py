@@ -1,8 +1,10 @@
 """A seccomp deny-list for sandboxed children, built through libseccomp with ctypes (stdlib only).
 
 The filter is built and exported as a BPF program once in the warm worker; each forked child
-loads it with two ``prctl`` calls (tens of microseconds), after which the child cannot execute programs, create processes, use sockets, change the filesystem,
-signal other processes, trace or read other processes' memory, or raise its own limits.
+loads it with two ``prctl`` calls while it waits for its job, after which the child cannot
+execute programs, create processes, use sockets, change the filesystem, signal other processes,
+trace or read other processes' memory, or change anyone's limits but its own (which it then
+lowers to the job's: the kernel lets no unprivileged process raise a hard limit).
 
 Nothing a job does may outlive it or reach another process, so the filter also denies (EPERM):
 
@@ -81,8 +83,8 @@ DENIED_SYSCALLS: tuple[str, ...] = (
     "semop", "semtimedop", "semtimedop_time64", "semctl", "ipc", "mq_open", "mq_unlink",
     "mq_timedsend", "mq_timedsend_time64", "mq_timedreceive", "mq_timedreceive_time64",
     "mq_notify", "mq_getsetattr",
-    # limits and identity
-    "setrlimit", "prlimit64", "setuid", "setgid", "setreuid", "setregid", "setresuid",
+    # identity (limits: see the prlimit64 rule below)
+    "setuid", "setgid", "setreuid", "setregid", "setresuid",
     "setresgid", "setfsuid", "setfsgid", "setgroups", "capset",
     # system administration and kernel attack surface
     "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "bpf", "perf_event_open",
@@ -182,6 +184,10 @@ class SeccompFilter:
             self._deny("ioctl", eperm, (1, _CMP_MASKED_EQ, _LOW32, request))
         for name in SELF_ONLY:
             self._deny(name, eperm, (0, _CMP_NE, 0, 0))
+        # A child sets its limits after the filter is loaded (its job arrives later), so the
+        # calls that change the caller's own limits stay allowed: setrlimit, and prlimit64 naming
+        # pid 0. The kernel refuses to raise a hard limit, and the child sets its hard limits.
+        self._deny("prlimit64", eperm, (0, _CMP_NE, 0, 0))
         self._deny("setpriority", eperm, (0, _CMP_NE, _PRIO_PROCESS, 0))
         self._deny("setpriority", eperm, (1, _CMP_NE, 0, 0))
         self._deny("ioprio_set", eperm, (0, _CMP_NE, _IOPRIO_WHO_PROCESS, 0))

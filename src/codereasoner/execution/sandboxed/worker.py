@@ -14,9 +14,10 @@ Processes, and what each may hold:
   (``socket.send_fds``); on request it reaps a child (``wait4``: status and rusage). Every child
   is a fresh copy of the template, so no child can find fragments of earlier jobs (source,
   arguments, values) in its memory.
-* a **child** reads its job from its job pipe, confines itself (own process group, every inherited
-  descriptor closed, no stdin, rlimits, uid drop in the fallback, seccomp), writes a ``ready``
-  line and only then runs the job's calls, one result line per call.
+* a **child** confines itself as far as no job is needed (own process group, every inherited
+  descriptor closed, no stdin, uid drop in the fallback, seccomp), then reads its job from its
+  job pipe, lowers its rlimits to the job's, writes a ``ready`` line and only then runs the job's
+  calls, one result line per call.
 
 Only the worker reports ``sandbox_error``: before the ``ready`` line no program code has run, so
 a set-up failure reported there (or the child dying before it) is an infrastructure failure;
@@ -527,14 +528,7 @@ class Worker:
             mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STRAY_SIGNALS)
             for number, handler in self.child_signals.items():
                 signal.signal(number, handler)
-            start, line = _read_job(job_fd)  # a spare child waits here
-            os.close(job_fd)
-            for number in signal.sigpending() & set(_STRAY_SIGNALS):
-                signal.sigtimedwait([number], 0)
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            job = json.loads(line)
-            del line
-            self._set_limits(job, start, image.vm_kb)
+            # Confined as far as no job is needed, before one arrives: the uid and seccomp.
             if self.drop_to_uid is not None and os.getuid() == 0:
                 os.setgroups([])
                 os.setgid(self.drop_to_uid)
@@ -544,6 +538,16 @@ class Worker:
                     os._exit(70)
             if self.filter is not None:
                 self.filter.load()
+            start, line = _read_job(job_fd)  # a spare child waits here
+            os.close(job_fd)
+            for number in signal.sigpending() & set(_STRAY_SIGNALS):
+                signal.sigtimedwait([number], 0)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            job = json.loads(line)
+            del line
+            # Lowered from the template's: the filter lets a process lower its own limits, and
+            # the kernel lets nobody unprivileged raise a hard one.
+            self._set_limits(job, start, image.vm_kb)
             _write_all(result_fd, _READY + b"\n")
         except BaseException as exc:
             # No program code has run yet: this report is the sandbox's own.
