@@ -115,13 +115,41 @@ def test_trl_sft(source: Path, tmp_path: Path) -> None:
         f"trl-sft: wrote 3 rows (forward 2, backward 1) to {out}; skipped 1 unverified"
     )
     ds = load_json(out, tmp_path)
-    assert ds.column_names == ["messages"]
+    assert ds.column_names == ["prompt", "completion"]
     assert ds.num_rows == 3
     for row, record in zip(ds, VERIFIED, strict=True):
-        assert row["messages"] == [
-            {"role": "user", "content": record["prompt"]},
-            {"role": "assistant", "content": record["kept"]["completion"]},
-        ]
+        assert row["prompt"] == [{"role": "user", "content": record["prompt"]}]
+        assert row["completion"] == [{"role": "assistant", "content": record["kept"]["completion"]}]
+
+
+def test_plain_trl_trains_a_trl_sft_row_on_its_completion_only(
+    source: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    """TRL's SFTTrainer with its defaults, on the exported file as it is: the tokens with a
+    label are exactly the assistant's chain as the chat template renders it after the prompt."""
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    out = tmp_path / "sft.jsonl"
+    run_ok("--from", source, "--format", "trl-sft", "--out", out)
+    args = SFTConfig(
+        output_dir=str(tmp_path / "trl"), bf16=False, use_cpu=True, report_to="none",
+        gradient_checkpointing=False, dataloader_num_workers=0, max_steps=1,
+    )  # fmt: skip
+    trainer = SFTTrainer(model=str(tiny_model), args=args, train_dataset=load_json(out, tmp_path))
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    for row, record in zip(trainer.train_dataset, VERIFIED, strict=True):
+        user = [{"role": "user", "content": record["prompt"]}]
+        chain = {"role": "assistant", "content": record["kept"]["completion"]}
+        asked = tokenizer.apply_chat_template(user, add_generation_prompt=True, tokenize=False)
+        whole = tokenizer.apply_chat_template([*user, chain], tokenize=False)
+        prompt_ids = tokenizer(asked, add_special_tokens=False)["input_ids"]
+        completion_ids = tokenizer(whole[len(asked) :], add_special_tokens=False)["input_ids"]
+        trained = [label for label in row["labels"] if label != -100]
+        assert row["input_ids"] == prompt_ids + completion_ids
+        assert trained == completion_ids
+        assert row["labels"][: len(prompt_ids)] == [-100] * len(prompt_ids)
+        assert record["kept"]["completion"] in tokenizer.decode(trained)
 
 
 def test_trl_grpo(source: Path, tmp_path: Path) -> None:
@@ -257,7 +285,7 @@ def test_directions_filter(source: Path, tmp_path: Path) -> None:
     assert "wrote 1 rows (backward 1)" in line
     assert "skipped 1 unverified" in line and "2 records of other directions left out" in line
     rows = [json.loads(text) for text in out.read_text().splitlines()]
-    assert [row["messages"][1]["content"] for row in rows] == [RECORDS[1]["kept"]["completion"]]
+    assert [row["completion"][0]["content"] for row in rows] == [RECORDS[1]["kept"]["completion"]]
     grpo = tmp_path / "f.jsonl"
     run_ok("--from", source, "-f", "trl-grpo", "-o", grpo, "--directions", " forward ,")
     assert [json.loads(t)["direction"] for t in grpo.read_text().splitlines()] == ["forward"] * 2

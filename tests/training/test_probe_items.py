@@ -147,10 +147,8 @@ def test_probe_rows_in_every_format(probe_distill: ProbeDistill, tmp_path: Path)
     rows = [json.loads(line) for line in sft.read_text("utf-8").splitlines()]
     assert rows == [
         {
-            "messages": [
-                {"role": "user", "content": record["prompt"]},
-                {"role": "assistant", "content": record["kept"]["completion"]},
-            ]
+            "prompt": [{"role": "user", "content": record["prompt"]}],
+            "completion": [{"role": "assistant", "content": record["kept"]["completion"]}],
         }
         for record in verified
     ]

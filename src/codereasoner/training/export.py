@@ -3,8 +3,9 @@
 One record per case x direction (and per probe of a case, direction ``probe``) comes in (see
 :class:`DistilledRecord`); one of these formats goes out:
 
-- ``trl-sft``: JSONL, one ``{"messages": [user prompt, assistant completion]}`` row per verified
-  record (TRL's conversational format);
+- ``trl-sft``: JSONL, one ``{"prompt": [user message], "completion": [assistant message]}`` row
+  per verified record (TRL's conversational prompt-completion format: plain TRL trains on the
+  completion only, with any chat template);
 - ``trl-grpo``: JSONL, a chat-list ``prompt`` plus the columns the reward reads
   (``direction``, ``code``, ``entry_point``, ``call``, ``target``, ``case_id``, and ``probes``
   for the optional process term), every record;
@@ -306,11 +307,10 @@ def _user(record: DistilledRecord) -> list[dict[str, str]]:
 
 
 def _sft_row(record: DistilledRecord, index: int, split: str) -> dict[str, Any]:
+    # Not one `messages` list: TRL trains every token of those unless told assistant_only_loss.
     return {
-        "messages": [
-            {"role": "user", "content": record.prompt},
-            {"role": "assistant", "content": record.completion},
-        ]
+        "prompt": _user(record),
+        "completion": [{"role": "assistant", "content": record.completion}],
     }
 
 
