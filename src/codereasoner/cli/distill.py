@@ -53,7 +53,12 @@ def distill_command(
     ] = None,
     temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.7,
     top_p: Annotated[float, typer.Option(help="Nucleus sampling.")] = 1.0,
-    max_tokens: Annotated[int, typer.Option(help="Most tokens per chain.")] = 4096,
+    max_tokens: Annotated[
+        int,
+        typer.Option(
+            help="Most tokens per reply; a thinking teacher's thinking counts too (QwQ: 32768)."
+        ),
+    ] = 4096,
     seed: Annotated[
         int | None, typer.Option(help="Sampling seed (sample i uses seed + i).")
     ] = None,

@@ -84,7 +84,9 @@ def prompt_hash(prompt: str, chat: bool = False, system: str | None = None) -> s
 
 @dataclass(frozen=True)
 class Completion:
-    """One sample's text. ``finish_reason``: ``stop``, ``length`` or what the backend said."""
+    """One sample's text. ``finish_reason``: ``stop``, ``length`` or what the backend said.
+    ``reasoning``: a reasoning model's thinking when the server reports it apart from the text
+    (:mod:`codereasoner.models.thinking`); never part of the text, never graded, not stored."""
 
     sample: int
     text: str
@@ -92,6 +94,7 @@ class Completion:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency_s: float = 0.0
+    reasoning: str | None = None
 
 
 OnResult = Callable[[int, list[Completion]], None]

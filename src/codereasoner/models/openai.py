@@ -20,7 +20,12 @@ stderr), and again every ``warn_every_s`` (30 s) while the failures go on (never
 request's last attempt: giving up is said by the error).
 
 Token counts come from ``usage``: the completion tokens of a call with several choices are
-shared out among them in proportion to their text lengths (exact when ``n=1``).
+shared out among them in proportion to their text lengths, thinking included (exact when
+``n=1``).
+
+A reasoning model's thinking that the server reports apart from the answer (a chat message's
+``reasoning_content``, or ``reasoning`` in newer vLLM) goes to ``Completion.reasoning``, never
+into the text.
 """
 
 from __future__ import annotations
@@ -59,6 +64,19 @@ class _Choice:
     finish_reason: str
     prompt_tokens: int | None
     completion_tokens: int | None
+    reasoning: str | None = None
+
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")  # vLLM's reasoning parsers, old and new
+
+
+def _reasoning(message: dict[str, Any]) -> str | None:
+    """The thinking a server reported apart from the chat message's content, if any."""
+    for name in REASONING_FIELDS:
+        value = message.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -307,6 +325,7 @@ class OpenAIBackend:
                 prompt_tokens=choice.prompt_tokens,
                 completion_tokens=choice.completion_tokens,
                 latency_s=latency,
+                reasoning=choice.reasoning,
             )
             for sample, choice in zip(request.samples, texts, strict=True)
         ]
@@ -356,10 +375,13 @@ class OpenAIBackend:
             raise ValueError("no choices")
         usage = reply.get("usage") or {}
         stop = request.sampling.stop
-        texts, reasons = [], []
+        texts, reasons, thoughts = [], [], []
         for choice in raw_choices:
+            thought = None
             if request.chat:
-                text = (choice.get("message") or {}).get("content") or ""
+                message = choice.get("message") or {}
+                text = message.get("content") or ""
+                thought = _reasoning(message)
             else:
                 text = choice.get("text") or ""
             reason = choice.get("finish_reason") or "stop"
@@ -369,11 +391,13 @@ class OpenAIBackend:
                 reason = "stop" if stopped else reason
             texts.append(text)
             reasons.append(reason)
-        shares = share_tokens(usage.get("completion_tokens"), texts)
+            thoughts.append(thought)
+        generated = [(thought or "") + text for text, thought in zip(texts, thoughts, strict=True)]
+        shares = share_tokens(usage.get("completion_tokens"), generated)
         prompt_tokens = usage.get("prompt_tokens")
         return [
-            _Choice(text, reason, prompt_tokens, share)
-            for text, reason, share in zip(texts, reasons, shares, strict=True)
+            _Choice(text, reason, prompt_tokens, share, thought)
+            for text, reason, share, thought in zip(texts, reasons, shares, thoughts, strict=True)
         ]
 
     async def _post(

@@ -184,7 +184,11 @@ class ReplayApp:
     - ``max_choices``: serve at most this many choices, whatever ``n`` asks;
     - ``recorded``: answer from these recorded completions (:class:`Recorded`) instead of
       ``reply``; ``missing``: what a choice without a record gets, ``error`` (HTTP 400 naming
-      the prompt hash) or ``echo`` (``reply``'s text).
+      the prompt hash) or ``echo`` (``reply``'s text);
+    - ``reasoning``: ``Query -> text`` per chat choice, a reasoning model's thinking, sent apart
+      from the content in the message's ``reasoning_field`` (``reasoning_content``, as vLLM's
+      reasoning parsers; newer vLLM: ``reasoning``). As on a real server, ``max_tokens`` counts
+      the thinking first: a long one leaves the content short or empty (``length``).
     """
 
     def __init__(
@@ -199,10 +203,14 @@ class ReplayApp:
         max_choices: int | None = None,
         recorded: Recorded | None = None,
         missing: str = "error",
+        reasoning: Reply | None = None,
+        reasoning_field: str = "reasoning_content",
     ) -> None:
         if missing not in MISSING:
             raise ValueError(f"missing {missing!r}: expected one of {', '.join(MISSING)}")
         self.reply = reply
+        self.reasoning = reasoning
+        self.reasoning_field = reasoning_field
         self.recorded = recorded
         self.missing = missing
         self.max_choices = max_choices
@@ -354,15 +362,24 @@ class ReplayApp:
         max_tokens = params.get("max_tokens")
         choices, completion_tokens = [], 0
         for index in range(n):
-            text = self._text(Query(prompt, messages, params, index))
+            query = Query(prompt, messages, params, index)
+            text = self._text(query)
+            thought = self.reasoning(query) if chat and self.reasoning is not None else None
             text, stopped = cut_at_stop(text, stop)
             cut = False
-            if max_tokens is not None:
-                text, cut = cut_at_tokens(text, int(max_tokens))
-            completion_tokens += count_tokens(text)
+            budget = None if max_tokens is None else int(max_tokens)
+            if thought is not None and budget is not None:
+                thought, cut = cut_at_tokens(thought, budget)
+                budget -= count_tokens(thought)
+            if budget is not None:
+                text, cut_text = cut_at_tokens(text, budget) if not cut else ("", True)
+                cut = cut or cut_text
+            completion_tokens += count_tokens(text) + count_tokens(thought or "")
             reason = "length" if cut and not stopped else "stop"
             if chat:
                 message = {"role": "assistant", "content": text}
+                if thought is not None:
+                    message[self.reasoning_field] = thought
                 choices.append({"index": index, "message": message, "finish_reason": reason})
             else:
                 choices.append({"index": index, "text": text, "finish_reason": reason})

@@ -8,8 +8,9 @@ The cases become forward, backward and probe items (:mod:`codereasoner.training.
 ``probe``: ``probes_per_case`` questions about intermediate states of the call, from our trace)
 of the cases benchmark (:mod:`codereasoner.benchmarks.cases`; for the run, a variant with these
 directions, hints and probes stands in the registry) and run through the evaluation runner:
-``k`` teacher samples per item, each stored in ``OUT/run.sqlite`` as it arrives and verified by
-its task kind (a literal compared in the parent; a literal call run in the sandbox; a probe's
+``k`` teacher samples per item, each stored in ``OUT/run.sqlite`` as it arrives (without a
+reasoning model's hidden thinking: :mod:`codereasoner.models.thinking`) and verified by its task
+kind (a literal compared in the parent; a literal call run in the sandbox; a probe's
 answer matched against its traced truth). A killed run resumes without asking the teacher
 again. From the stored verdicts, ``OUT/distilled.jsonl`` keeps, per item, the shortest verified
 chain, with ``n_tried`` and every rejected sample's verdict and reason, and the case's probed
@@ -37,6 +38,7 @@ from codereasoner.evaluation.store import RunStore, StoredCompletion
 from codereasoner.execution import Executor, SandboxUnavailable, open_executor
 from codereasoner.files import write_atomic
 from codereasoner.models.base import Backend, Sampling
+from codereasoner.models.thinking import WithoutThinking, visible_text
 from codereasoner.synth.writer import FolderBusy, exclusive
 from codereasoner.tasks import Item, Reason, Score
 from codereasoner.tasks.case_reasoning import ReasoningStyle
@@ -244,9 +246,9 @@ class Distiller:
             workers=settings.workers,
             isolation=settings.isolation,
         )
-        runner = Runner(
-            self.out, self.backend, run, self.events, pool_factory=self.pool, lock=False
-        )
+        # A thinking teacher's hidden thinking is neither verified nor kept: only its chain.
+        teacher = WithoutThinking(self.backend)
+        runner = Runner(self.out, teacher, run, self.events, pool_factory=self.pool, lock=False)
         runner.check_resumable()
         self._runner = runner
         return runner
@@ -309,8 +311,9 @@ def distilled_record(
     token limit cut is rejected (``truncated``) even when its answer is right: it would teach
     an unfinished chain. A probe record also holds its ``question``, ``truth`` and ``probe``
     (kind, dimensions, line, name, difficulty features); ``output`` is the case's output in
-    every record. ``probes``: the case's probed values (the process reward's column)."""
-    completions = [sample.text for sample in samples]
+    every record. ``probes``: the case's probed values (the process reward's column). A chain
+    is the teacher's visible text: a reasoning model's thinking is never kept."""
+    completions = [visible_text(sample.text) for sample in samples]
     cut = {sample.sample for sample in samples if sample.finish_reason == "length"}
     verdicts = [_truncated(score) if score.sample in cut else score for score in scores]
     verified = [score for score in verdicts if score.correct]
