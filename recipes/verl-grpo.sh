@@ -13,7 +13,9 @@
 #
 # Reward: verl loads src/codereasoner/training/verl_reward.py by path; the path is taken from the
 # codereasoner package that $PYTHON imports, so run this with the environment that holds verl,
-# vLLM and codereasoner (PYTHON=.venv-verl/bin/python, or an activated venv).
+# vLLM and codereasoner (PYTHON=.venv-verl/bin/python, or an activated venv). The reward manager
+# is ours (codereasoner.training.verl_manager, imported by verl): verl's naive manager plus
+# whether a response was cut at data.max_response_length, which then scores 0.0.
 #
 # Single node (8 GPUs):
 #   TRAIN=runs/verl/train.parquet VAL=runs/verl/val.parquet recipes/verl-grpo.sh
@@ -142,7 +144,9 @@ overrides=(
   "actor_rollout_ref.rollout.n=$ROLLOUT_N"
   "actor_rollout_ref.rollout.tensor_model_parallel_size=$TP"
   "actor_rollout_ref.rollout.gpu_memory_utilization=$ROLLOUT_GPU_UTIL"
-  reward.reward_manager.name=naive
+  reward.reward_manager.source=importlib
+  reward.reward_manager.module.path=pkg://codereasoner.training.verl_manager
+  reward.reward_manager.name=CodeReasonerRewardManager
   "reward.num_workers=$REWARD_WORKERS"
   "reward.custom_reward_function.path=$REWARD_FN_PATH"
   reward.custom_reward_function.name=compute_score

@@ -1,12 +1,15 @@
-"""The process reward: chains that state a probed value wrongly score below chains that state
-it rightly, with the same final answer (issue 16's acceptance), through the TRL reward functions
-a recipe lists and through the module verl loads; and the statement parser on its own."""
+"""The process reward: with the same right final answer, a chain that states a probed value
+rightly scores above the outcome reward and one that states it wrongly below, and a chain with a
+wrong answer gains nothing, through the TRL reward functions a recipe lists and through the
+module verl loads; the term's properties (symmetric, bounded, padding gains nothing, no credit
+without a right answer); and the statement parser on its own."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,7 @@ from typer.testing import CliRunner
 
 from codereasoner import values
 from codereasoner.cli import app
-from codereasoner.training.grpo_rewards import REWARDS, RewardContext, resolve_reward
+from codereasoner.training.grpo_rewards import REWARDS, RewardContext, build_rewards
 from codereasoner.training.process import (
     MAX_COLUMN_CHARS,
     ProbedValue,
@@ -26,8 +29,9 @@ from codereasoner.training.process import (
     process_score,
     stated_values,
 )
-from codereasoner.training.recipe import load_recipe
+from codereasoner.training.recipe import RecipeError, load_recipe
 from codereasoner.training.replay_teacher import other_literal
+from codereasoner.training.rewards import RESPONSE_TRUNCATED
 from tests.training.conftest import RECIPES, ProbeDistill
 
 VERL_MODULE = Path(__file__).resolve().parents[2] / "src/codereasoner/training/verl_reward.py"
@@ -65,8 +69,11 @@ def chain(entry: ProbedValue, stated: str, answer: str) -> str:
     )
 
 
-def chains_per_direction(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, str]]:
-    """Per direction, rows with a checkable probed value: (row, right chain, wrong chain)."""
+def chains_per_direction(
+    rows: list[dict[str, Any]],
+) -> list[tuple[dict[str, Any], list[str]]]:
+    """Per direction, rows with a checkable probed value, and three chains: a true value and the
+    right answer, a false value and the right answer, a true value and no answer."""
     found = []
     for direction in ("forward", "backward", "probe"):
         chosen = [
@@ -79,8 +86,16 @@ def chains_per_direction(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any
         assert chosen, direction
         for row, entry in chosen:
             answer = final_answer(row)
+            true, false = entry.truth, false_value(entry)
             found.append(
-                (row, chain(entry, entry.truth, answer), chain(entry, false_value(entry), answer))
+                (
+                    row,
+                    [
+                        chain(entry, true, answer),
+                        chain(entry, false, answer),
+                        chain(entry, true, ""),
+                    ],
+                )
             )
     return found
 
@@ -94,11 +109,11 @@ def trl_rewards(tmp_path: Path) -> tuple[list[Callable[..., Any]], list[float]]:
     ]
     recipe = load_recipe("grpo", RECIPES / "cpu-tiny-grpo.yaml", overrides)
     context = RewardContext(recipe.train, recipe.config)
-    functions = [resolve_reward(name, context, "recipe") for name in recipe.train.rewards]
+    functions = build_rewards(recipe.train.rewards, context, "recipe")
     return functions, list(recipe.config.reward_weights)
 
 
-def test_a_false_probed_value_scores_below_a_true_one_in_trl_and_verl(
+def test_true_values_earn_false_ones_cost_and_wrong_answers_gain_nothing_in_trl_and_verl(
     probe_distill: ProbeDistill, tmp_path: Path
 ) -> None:
     rows, verl_rows = export_rows(probe_distill.out, tmp_path)
@@ -109,32 +124,36 @@ def test_a_false_probed_value_scores_below_a_true_one_in_trl_and_verl(
     verl.loader.exec_module(module)  # as verl's get_custom_reward_fn loads it
     verl_by_prompt = {row["prompt"][0]["content"]: row for row in verl_rows}
     try:
-        for row, right, wrong in chains_per_direction(rows):
-            columns = {k: [v, v] for k, v in row.items() if k != "prompt"}
-            totals = [0.0, 0.0]
-            outcome: list[Any] = []
-            for function, weight in zip(functions, weights, strict=True):
-                got = function(prompts=[row["prompt"]] * 2, completions=[right, wrong], **columns)
-                outcome = outcome or got
-                totals = [total + weight * value for total, value in zip(totals, got, strict=True)]
-            assert outcome == [2.0, 2.0], row  # the same, right, final answer
-            assert totals[1] < totals[0] == 2.0, row
+        for row, texts in chains_per_direction(rows):
+            columns = {k: [v] * 3 for k, v in row.items() if k != "prompt"}
+            code, process = (
+                function(prompts=[row["prompt"]] * 3, completions=texts, **columns)
+                for function in functions
+            )
+            assert code == [2.0, 2.0, 0.0], row  # the same, right, final answer; then none
+            assert process[0] > 0 > process[1] and process[2] == 0.0, row
+            totals = [weights[0] * c + weights[1] * p for c, p in zip(code, process, strict=True)]
+            assert totals[1] < 2.0 < totals[0], row
             line = verl_by_prompt[row["prompt"][0]["content"]]
             scored = [
                 module.compute_score(
                     line["data_source"],
                     text,
                     line["reward_model"]["ground_truth"],
-                    line["extra_info"],
+                    {**line["extra_info"], RESPONSE_TRUNCATED: False},
                     process_weight=0.5,
                 )
-                for text in (right, wrong)
+                for text in texts
             ]
-            assert scored[1]["score"] < scored[0]["score"] == 2.0
-            assert scored[0]["correct"] == scored[1]["correct"] == 1.0
-            assert scored[0]["process"] == 0.0 > scored[1]["process"] >= -0.5
+            assert scored[1]["score"] < 2.0 < scored[0]["score"] <= 2.5
+            assert [result["correct"] for result in scored] == [1.0, 1.0, 0.0]
+            assert scored[0]["process"] > 0 > scored[1]["process"] >= -0.5
+            assert scored[2]["process"] == scored[2]["score"] == 0.0
             off = module.compute_score(
-                line["data_source"], wrong, line["reward_model"]["ground_truth"], line["extra_info"]
+                line["data_source"],
+                texts[1],
+                line["reward_model"]["ground_truth"],
+                {**line["extra_info"], RESPONSE_TRUNCATED: False},
             )
             assert off["score"] == 2.0 and "process" not in off  # off unless asked for
     finally:
@@ -142,11 +161,19 @@ def test_a_false_probed_value_scores_below_a_true_one_in_trl_and_verl(
             getattr(function, "close", lambda: None)()
 
 
-def test_the_process_reward_is_listed_and_not_a_default() -> None:
+def test_the_process_reward_is_listed_not_a_default_and_needs_the_code_reward() -> None:
     recipe = load_recipe("grpo", RECIPES / "cpu-tiny-grpo.yaml")
     assert "process" in REWARDS and "process" not in recipe.train.rewards
+    with pytest.raises(RecipeError, match="needs `code_reasoning` among the rewards"):
+        REWARDS["process"](RewardContext(recipe.train, recipe.config))
+    code, process = build_rewards(
+        ["code_reasoning", "process"], RewardContext(recipe.train, recipe.config), "recipe"
+    )
+    row = {"direction": "forward", "code": "def f(x):\n    return x", "entry_point": "f"}
+    row |= {"call": "f(1)", "target": "1", "case_id": "c"}
     with pytest.raises(ValueError, match="column 'probes'"):
-        REWARDS["process"](RewardContext(recipe.train, recipe.config))(completions=["x = 1"])
+        process(completions=["<Answer>1</Answer>"], **{k: [v] for k, v in row.items()})
+    code.close()
 
 
 ENTRY = ProbedValue("total", 4, "6", ("0", "1", "3", "6"), ("1", "3", "6"))
@@ -169,7 +196,7 @@ OTHER = ProbedValue("seen", 5, "[1, 2]", ("[]", "[1]", "[1, 2]"), ("[1]", "[1, 2
 def test_each_statement_form_is_read(text: str) -> None:
     assert stated_values(text, ["total"]) == [("total", "3", None)]
     assert judge_chain(text.replace("3", "4"), [ENTRY]).false == 1
-    assert judge_chain(text, [ENTRY]).false == 0
+    assert (judge_chain(text, [ENTRY]).true, judge_chain(text, [ENTRY]).false) == (1, 0)
 
 
 @pytest.mark.parametrize(
@@ -193,27 +220,78 @@ def test_expressions_and_other_names_are_no_statements(text: str) -> None:
     assert judge_chain(text, [ENTRY]).stated == 0
 
 
-def test_the_term_is_the_false_share_times_the_weight() -> None:
-    column = probes_column([ENTRY, OTHER])
-    right = "total = 1\nseen = [1]\ntotal = 6\n<Answer>6</Answer>"
-    assert process_score(right, column) == 0.0
-    # one false statement over two probed variables costs half the weight
-    one_false = "total = 1\nseen = [2]\ntotal = 6\nseen = []\n<Answer>6</Answer>"
-    assert process_score(one_false, column, weight=2.0) == -1.0
-    assert process_score("total = 5\n<Answer>6</Answer>", column, weight=2.0) == -1.0
-    assert process_score("total = 5\nseen = [3]\n<Answer>6</Answer>", column) == -1.0
-    # true statements never dilute a false one, and a repeated one counts once
-    padded = "total = 1\n" * 19 + "seen = [1]\n" * 19 + "total = 5\n" * 3 + "<Answer>6</Answer>"
-    assert process_score(padded, column) == process_score("total = 5", column) == -0.5
-    assert process_score("No values stated. <Answer>6</Answer>", column) == 0.0
-    assert process_score("<Reasoning>.</Reasoning><Answer>total = 99</Answer>", column) == 0.0
+COLUMN = probes_column([ENTRY, OTHER])
+
+
+def score(text: str, right: bool = True, weight: float = 1.0) -> float:
+    return process_score(text, COLUMN, weight, answer_right=right)
+
+
+def test_each_variable_earns_or_costs_its_share_of_the_weight() -> None:
+    assert score("total = 6\n<Answer>6</Answer>", weight=2.0) == 1.0  # one of two, true
+    assert score("total = 5\n<Answer>6</Answer>", weight=2.0) == -1.0  # one of two, false
+    assert score("total = 1\nseen = [1]\ntotal = 6\n<Answer>6</Answer>") == 1.0
+    assert score("total = 1\nseen = [3]\n<Answer>6</Answer>") == 0.0  # one true, one false
+    assert score("No values stated. <Answer>6</Answer>") == 0.0
+    assert score("<Reasoning>.</Reasoning><Answer>total = 99</Answer>") == 0.0  # no reasoning
     # at the probed line, the value must be one the line leaves (0 is the value before it)
-    assert process_score("After line 4, total = 0.", column) == -0.5
-    assert process_score("After line 9, total = 0.", column) == 0.0
+    assert score("After line 4, total = 0.") == -0.5
+    assert score("After line 9, total = 0.") == 0.5
     # a variable whose values were not all kept is not judged
-    partial = probes_column([ProbedValue("total", 4, "6", ("6",), ("6",), complete=False)])
-    assert process_score("total = 5", partial) == 0.0
-    assert process_score("total = 5", "[]") == 0.0
+    incomplete = probes_column([ProbedValue("total", 4, "6", ("6",), ("6",), complete=False)])
+    assert process_score("total = 5", incomplete, answer_right=True) == 0.0
+    assert process_score("total = 6", incomplete, answer_right=True) == 0.0
+    assert process_score("total = 5", "[]", answer_right=True) == 0.0
+
+
+def test_the_term_is_symmetric() -> None:
+    pairs = [
+        ("total = 6", "total = 5"),
+        ("seen = [1, 2]", "seen = [9]"),
+        ("total = 3\nseen = []", "total = 2\nseen = [0]"),
+        ("After line 4, total = 1.", "After line 4, total = 0."),
+    ]
+    for true, false in pairs:
+        for weight in (0.5, 1.0, 2.0):
+            assert score(true, weight=weight) == -score(false, weight=weight) > 0
+
+
+CHAINS = [
+    "total = 1\nseen = [1]",  # every variable true
+    "total = 5\nseen = [7]",  # every variable false
+    "total = 6\nseen = [7]",
+    "total = 6\n" * 50 + "seen = [1]\n" * 50,
+    "\n".join(f"total = {n}\nseen = [{n}]" for n in range(-5, 20)),
+    "count = 3\nresult = 4",
+    "",
+]
+
+
+def test_the_term_is_bounded_by_the_weight() -> None:
+    for weight in (0.5, 1.0, 2.0):
+        for right in (True, False):
+            assert all(-weight <= score(c, right, weight) <= weight for c in CHAINS)
+        assert score(CHAINS[0], weight=weight) == weight
+        assert score(CHAINS[1], weight=weight) == score(CHAINS[1], False, weight) == -weight
+
+
+def test_padding_gains_nothing() -> None:
+    once = score("total = 6")
+    assert score("total = 6\n" * 20) == once  # the same true value again and again
+    assert score("total = 0\ntotal = 1\ntotal = 3\ntotal = 6") == once  # many values, one probe
+    assert score("count = 3\nresult = [1]\ntotal = 6\nx = 4") == once  # unprobed variables
+    every = "\n".join(f"total = {value}" for value in range(-3, 10))  # every candidate value
+    assert score(every) == score("total = 5") < 0 < once
+    assert score("total = 6\ntotal = 5") == score("total = 5")  # conflicting values: false
+    assert score("total = 6\nseen = [1]\n" * 10 + "total = 5") == 0.0  # one false, one true
+
+
+def test_no_credit_without_a_right_answer() -> None:
+    for chain in CHAINS:
+        assert score(chain, right=False) <= min(score(chain), 0.0)
+    assert score("total = 1\nseen = [1]", right=False) == 0.0 < score("total = 1\nseen = [1]")
+    assert score("total = 6\nseen = [7]", right=False) == -0.5  # only the loss applies
+    assert score("total = 5", right=False) == score("total = 5") == -0.5
 
 
 def test_the_column_is_bounded_and_read_back() -> None:
@@ -235,10 +313,13 @@ def test_the_column_is_bounded_and_read_back() -> None:
 def test_a_backward_chain_is_judged_only_when_it_answers_the_cases_call() -> None:
     column = probes_column([ENTRY])
     false = "<Reasoning>total = 5</Reasoning><Answer>f(3)</Answer>"
-    assert process_score(false, column, direction="backward", call="f(3)") == -1.0
-    assert process_score(false, column, direction="backward", call="f( 3 )") == -1.0
-    assert process_score(false, column, direction="backward", call="f(4)") == 0.0  # other input
-    assert process_score(false, column, direction="forward", call="f(4)") == -1.0
+    judged = partial(process_score, false, column, answer_right=True)
+    assert judged(direction="backward", call="f(3)") == -1.0
+    assert judged(direction="backward", call="f( 3 )") == -1.0
+    assert judged(direction="backward", call="f(4)") == 0.0  # another input
+    assert judged(direction="forward", call="f(4)") == -1.0
+    true = "<Reasoning>total = 6</Reasoning><Answer>f(4)</Answer>"
+    assert process_score(true, column, answer_right=True, direction="backward", call="f(3)") == 0
 
 
 def test_a_statement_right_before_a_tag_is_read() -> None:

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from codereasoner.training.export import VERL_DATA_SOURCE, export
-from tests.training.test_verl_reward import MODULE, ROOT, verl_python
-
-RECIPE = ROOT / "recipes" / "verl-grpo.sh"
+from tests.training.test_verl_reward import MODULE, recipe_overrides, run, verl_python
 
 CODE = "def f(x):\n    return x + 1"
 # (direction, a right answer, a wrong answer); the call is f(172), the output 173.
@@ -146,6 +143,8 @@ KEYS = [
     "trainer.nnodes",
     "trainer.n_gpus_per_node",
     "trainer.val_before_train",
+    "reward.reward_manager.source",
+    "reward.reward_manager.module.path",
     "reward.reward_manager.name",
     "reward.custom_reward_function.path",
     "reward.custom_reward_function.name",
@@ -174,22 +173,10 @@ def _distilled(folder: Path) -> Path:
     return folder
 
 
-def _run(command: list[str], env: dict[str, str]) -> str:
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=240, env=env, cwd=ROOT, check=False
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return done.stdout
-
-
-def _overrides(env: dict[str, str], *extra: str) -> list[str]:
-    return _run(["bash", str(RECIPE), "--print-overrides", *extra], env).splitlines()
-
-
 def _verl(python: Path, env: dict[str, str], model: Path, *arguments: Any) -> dict[str, Any]:
     encoded = [json.dumps(argument) for argument in arguments]
     command = [str(python), "-c", SCRIPT, str(model), *encoded]
-    return dict(json.loads(_run(command, env).strip().splitlines()[-1]))
+    return dict(json.loads(run(command, env).strip().splitlines()[-1]))
 
 
 def test_recipe_composes_loads_our_data_and_scores_with_our_reward(tmp_path: Path) -> None:
@@ -205,10 +192,10 @@ def test_recipe_composes_loads_our_data_and_scores_with_our_reward(tmp_path: Pat
     model = tmp_path / "tiny"  # built by SCRIPT, before verl reads it
     files = {"TRAIN": str(parquet), "VAL": str(parquet)}
     recipe_env = {**env, "PYTHON": str(python), "MODEL": str(model), **files}
-    one_node = _overrides(recipe_env)
+    one_node = recipe_overrides(recipe_env)
     # extra arguments: a new key, and one the recipe sets (the last value wins)
     extra = ("trainer.val_before_train=False", "data.train_batch_size=64")
-    two_nodes = _overrides({**recipe_env, "NNODES": "2", "DRY_RUN": "1"}, *extra)
+    two_nodes = recipe_overrides({**recipe_env, "NNODES": "2", "DRY_RUN": "1"}, *extra)
     answers = [[right, wrong] for _, right, wrong in ANSWERS]
 
     result = _verl(python, env, model, one_node, two_nodes, KEYS, answers)
@@ -234,7 +221,9 @@ def test_recipe_composes_loads_our_data_and_scores_with_our_reward(tmp_path: Pat
         "trainer.nnodes": 1,
         "trainer.n_gpus_per_node": 8,
         "trainer.val_before_train": True,
-        "reward.reward_manager.name": "naive",
+        "reward.reward_manager.source": "importlib",
+        "reward.reward_manager.module.path": "pkg://codereasoner.training.verl_manager",
+        "reward.reward_manager.name": "CodeReasonerRewardManager",
         "reward.custom_reward_function.path": str(MODULE),
         "reward.custom_reward_function.name": "compute_score",
     }

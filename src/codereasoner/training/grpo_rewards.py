@@ -5,6 +5,10 @@ A new reward is one entry in :data:`REWARDS`: a name and a factory that receives
 TRL reward function. A name with a dot is an import path instead (``my_rewards.brevity``, the
 module found from the working directory too, as in TRL's scripts). Weights: TRL's
 ``reward_weights``.
+
+TRL masks a completion (advantage 0, out of its group's mean and std) only where every reward
+returns None. So in a run with ``code_reasoning``, :func:`build_rewards` makes every other term
+return None where the code reward does (a sandbox failure): :class:`MaskedLikeCode`.
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -21,21 +25,35 @@ from codereasoner.execution import Limits
 from codereasoner.training.recipe import RecipeError, TrainArguments
 from codereasoner.training.rewards import (
     CodeReasoningReward,
+    ProcessReward,
     RewardConfig,
     format_reward,
     length_penalty,
-    process_reward,
 )
 
-__all__ = ["REWARDS", "RewardContext", "check_rewards", "resolve_reward"]
+__all__ = [
+    "CODE_REWARD",
+    "REWARDS",
+    "AsyncMaskedLikeCode",
+    "MaskedLikeCode",
+    "RewardContext",
+    "build_rewards",
+    "check_rewards",
+    "masked_like",
+    "resolve_reward",
+]
+
+CODE_REWARD = "code_reasoning"
 
 
 @dataclass(frozen=True)
 class RewardContext:
-    """What a reward factory may read: our arguments and TRL's GRPO config."""
+    """What a reward factory may read: our arguments, TRL's GRPO config and the run's code
+    reward (None when the recipe does not list it)."""
 
     train: TrainArguments
     config: Any  # trl.GRPOConfig
+    code: CodeReasoningReward | None = None
 
 
 def _code_reasoning(context: RewardContext) -> CodeReasoningReward:
@@ -79,18 +97,21 @@ def _length(context: RewardContext) -> Callable[..., list[float]]:
     return reward
 
 
-def _process(context: RewardContext) -> Callable[..., list[float]]:
-    reward = partial(process_reward, weight=context.train.process_weight)
-    reward.__name__ = "process"  # type: ignore[attr-defined]
-    return reward
+def _process(context: RewardContext) -> ProcessReward:
+    if context.code is None:
+        raise RecipeError(
+            f"the `process` reward needs `{CODE_REWARD}` among the rewards: it credits true "
+            "probed values only in completions whose answer is right"
+        )
+    return ProcessReward(context.code, context.train.process_weight)
 
 
 # GRPO reward functions by name: a new reward is one entry here (weights: TRL's reward_weights).
 REWARDS: dict[str, Callable[[RewardContext], Callable[..., Any]]] = {
-    "code_reasoning": _code_reasoning,  # CodeReasoner's binary execution-verified reward
+    CODE_REWARD: _code_reasoning,  # CodeReasoner's binary execution-verified reward
     "format": _format,  # tags present and well formed
     "length": _length,  # DAPO's soft over-long penalty
-    "process": _process,  # false probed intermediate values cost credit (training/process.py)
+    "process": _process,  # true probed values earn, false ones cost (training/process.py)
 }
 
 
@@ -113,6 +134,63 @@ def resolve_reward(name: str, context: RewardContext, where: str) -> Any:
     if name in REWARDS:
         return REWARDS[name](context)
     return _imported(name, where)
+
+
+def build_rewards(names: Sequence[str], context: RewardContext, where: str) -> list[Any]:
+    """The run's reward functions, in the recipe's order; with ``code_reasoning`` among them,
+    every other term is masked where it is (:class:`MaskedLikeCode`)."""
+    if CODE_REWARD not in names:
+        return [resolve_reward(name, context, where) for name in names]
+    code = resolve_reward(CODE_REWARD, context, where)
+    context = replace(context, code=code)
+    return [
+        code if name == CODE_REWARD else masked_like(resolve_reward(name, context, where), code)
+        for name in names
+    ]
+
+
+def masked_like(term: Callable[..., Any], code: CodeReasoningReward) -> Callable[..., Any]:
+    """``term``, returning None wherever ``code`` does (a code reward masks itself)."""
+    from trl.trainer.utils import is_async_callable
+
+    if isinstance(term, CodeReasoningReward):
+        return term
+    return (
+        AsyncMaskedLikeCode(term, code) if is_async_callable(term) else MaskedLikeCode(term, code)
+    )
+
+
+class _Masked:
+    """A reward term and the code reward of its run: the term's value, or None where the code
+    reward's is (the same batch's verdicts, graded once whichever runs first)."""
+
+    def __init__(self, term: Callable[..., Any], code: CodeReasoningReward) -> None:
+        self.term = term
+        self.code = code
+
+    @property
+    def __name__(self) -> str:  # TRL's own name for the term: rewards/<name>/mean
+        from trl.trainer.utils import get_callable_name
+
+        return str(get_callable_name(self.term))
+
+    def _masked(self, values: Sequence[float | None], **kwargs: Any) -> list[float | None]:
+        verdicts = self.code.scored(**kwargs).rewards
+        if len(values) != len(verdicts):
+            return list(values)  # TRL reports the term's wrong length
+        pairs = zip(verdicts, values, strict=True)
+        return [None if verdict is None else value for verdict, value in pairs]
+
+
+class MaskedLikeCode(_Masked):
+    def __call__(self, **kwargs: Any) -> list[float | None]:
+        return self._masked(self.term(**kwargs), **kwargs)
+
+
+class AsyncMaskedLikeCode(_Masked):
+    async def __call__(self, **kwargs: Any) -> list[float | None]:
+        term: Callable[..., Awaitable[Sequence[float | None]]] = self.term
+        return self._masked(await term(**kwargs), **kwargs)
 
 
 def _imported(name: str, where: str) -> Callable[..., Any]:

@@ -1,5 +1,5 @@
-"""The process reward: a chain of thought that states a probed intermediate value wrongly
-loses credit (issue 16, point 5).
+"""The process reward: a chain of thought gains credit for the probed intermediate values it
+states rightly and loses as much for those it states wrongly.
 
 Each RL row may carry a ``probes`` column (a JSON text, see :func:`probes_column`): per probed
 variable of the case's call, its name, the probed line and truth, the distinct values the
@@ -18,22 +18,28 @@ are compared as :func:`codereasoner.values.equal` leniently, as probe answers ar
 Statements about a variable whose values were not all kept (a marker such as ``<Node object>``,
 or over the bounds) are not counted: they cannot be checked.
 
-The term, for a row with ``probed`` checkable variables and a chain making ``false`` distinct
-false statements (a distinct (variable, value, line) stated wrongly; repeats count once)::
+Each checkable probed variable of the row is judged once, from all the chain says of it:
+**false** when any statement of it is false (a variable stated with a true and a false value
+counts as false), **true** when it is stated and every statement of it is true, otherwise
+unstated. With ``probed`` checkable variables, ``true`` and ``false`` of them judged so, and
+``right`` whether the completion's final answer is right (the outcome reward's verdict)::
 
-    process = -weight * min(1, false / probed)        (0 when nothing false is stated)
+    process = weight * (right * true - false) / probed        (0 when nothing is probed)
 
-Each false statement costs a share of the weight whatever else the chain states: true
-statements never dilute a false one (padding a chain with restated true values gains nothing).
+- symmetric: a true variable earns exactly what a false one costs (``weight / probed``);
+- bounded in ``[-weight, +weight]`` (``true + false <= probed``);
+- padding gains nothing: a variable earns once however often or in however many true values it
+  is stated, unprobed variables earn nothing, and listing candidate values of a variable makes
+  it false as soon as one of them is;
+- never positive unless the answer is right: without a right answer only the loss applies, so
+  a right answer reached through a false intermediate state scores strictly below the same
+  answer with true ones, and a wrong answer never gains from its chain.
 
 A backward chain is judged only when it answers the case's own call (another input has other
-intermediate values). The term is a penalty in [-weight, 0], summed with the outcome reward
-(TRL sums the recipe's rewards with ``reward_weights``:
-:func:`codereasoner.training.rewards.process_reward`; verl's ``compute_score`` adds it when
-``reward_kwargs.process_weight`` is set). It never pays for stating values: restating an
-argument would be an easy way to earn it. So a right answer reached through a false
-intermediate state scores strictly below the same answer with true ones, and a chain that
-states none loses nothing. Deterministic and bounded.
+intermediate values). The term is summed with the outcome reward (TRL sums the recipe's rewards
+with ``reward_weights``: :class:`codereasoner.training.rewards.ProcessReward` reads the code
+reward's verdicts; verl's ``compute_score`` adds it, with its own verdict, when
+``reward_kwargs.process_weight`` is set). Deterministic and bounded.
 """
 
 from __future__ import annotations
@@ -283,14 +289,19 @@ def stated_values(text: str, names: Sequence[str]) -> list[tuple[str, str, int |
 
 @dataclass(frozen=True)
 class ProcessVerdict:
-    """What a chain states of the probed values: statements judged and false ones."""
+    """How a chain states the row's checkable probed variables (see the module)."""
 
-    stated: int  # distinct statements judged
-    false: int  # distinct false ones
-    probed: int = 1  # checkable probed variables of the row
+    true: int  # variables stated, every statement of them true
+    false: int  # variables with a false statement
+    probed: int  # checkable probed variables of the row
 
-    def penalty(self, weight: float) -> float:
-        return -weight * min(1.0, self.false / max(self.probed, 1)) if self.false else 0.0
+    @property
+    def stated(self) -> int:
+        return self.true + self.false
+
+    def score(self, weight: float, answer_right: bool) -> float:
+        credit = self.true if answer_right else 0
+        return weight * (credit - self.false) / self.probed if self.probed else 0.0
 
 
 def reasoning_text(completion: str) -> str:
@@ -300,20 +311,19 @@ def reasoning_text(completion: str) -> str:
 
 
 def judge_chain(completion: str, entries: Sequence[ProbedValue]) -> ProcessVerdict:
-    """Count the chain's statements of probed variables and the false ones (see the module)."""
+    """Judge each checkable probed variable the chain states (see the module)."""
     checkable = [entry for entry in entries if entry.complete]
     by_name: dict[str, list[ProbedValue]] = {}
     for entry in checkable:
         by_name.setdefault(entry.name, []).append(entry)
-    judged: dict[tuple[str, str, int | None], bool] = {}
+    truths: dict[str, set[bool]] = {}
     for name, literal, line in stated_values(reasoning_text(completion), list(by_name)):
         known = by_name[name]
         at_line = next((entry for entry in known if entry.line == line), None)
         allowed = at_line.at_line if at_line is not None else known[0].history
-        key = (name, repr(literal), line if at_line is not None else None)
-        if key not in judged:
-            judged[key] = not any(_same(literal, text) for text in allowed)
-    return ProcessVerdict(len(judged), sum(judged.values()), len(by_name))
+        truths.setdefault(name, set()).add(any(_same(literal, text) for text in allowed))
+    false = sum(False in judged for judged in truths.values())
+    return ProcessVerdict(len(truths) - false, false, len(by_name))
 
 
 def process_score(
@@ -321,17 +331,19 @@ def process_score(
     column: str,
     weight: float = 1.0,
     *,
+    answer_right: bool,
     direction: str | None = None,
     call: str | None = None,
 ) -> float:
-    """The process term of one completion given its row's ``probes`` column (see the module).
+    """The process term of one completion given its row's ``probes`` column and whether its
+    final answer is right (see the module).
 
     The probed values are those of the case's call: a backward chain that answers another
     call reasons about other values, so it is judged only when it answers the case's call
     (``direction`` and ``call``: the row's)."""
     if direction == BACKWARD and not _answers_call(completion, call or ""):
         return 0.0
-    return judge_chain(completion, parse_column(column)).penalty(weight)
+    return judge_chain(completion, parse_column(column)).score(weight, answer_right)
 
 
 def _answers_call(completion: str, call: str) -> bool:

@@ -105,8 +105,9 @@ class TrainArguments:
     process_weight: float = field(
         default=1.0,
         metadata={
-            "help": "The `process` reward: what a chain loses when every probed value it "
-            "states is false (in proportion to the false share)."
+            "help": "The `process` reward's bound: a chain loses this when every probed "
+            "variable is stated falsely, and earns it, with a right answer, when every one is "
+            "stated truly (each variable's share of it)."
         },
     )
     sandbox_workers: int | None = field(

@@ -12,12 +12,16 @@ truncated or over-long completion; ``None`` when the sandbox itself failed (an i
 fault, masked rather than scored as wrong).
 
 - :class:`CodeReasoningReward`: a TRL ``GRPOTrainer`` reward (picklable; opens its pool lazily
-  in the process that calls it);
+  in the process that calls it; grades each batch once, and the run's other terms read its
+  verdicts: :meth:`CodeReasoningReward.scored`);
 - :func:`compute_score`: verl's ``custom_reward_function`` (see
-  :mod:`codereasoner.training.verl_reward` for the module verl loads by path);
+  :mod:`codereasoner.training.verl_reward` for the module verl loads by path, and
+  :mod:`codereasoner.training.verl_manager` for the reward manager that tells it which
+  responses were truncated);
 - :func:`format_reward`, :func:`length_penalty`, :func:`process_reward`: optional, separate
-  terms (the process term: :mod:`codereasoner.training.process`; verl adds it to
-  :func:`compute_score` with ``reward_kwargs.process_weight``).
+  terms (the process term: :mod:`codereasoner.training.process`, in TRL
+  :class:`ProcessReward`; verl adds it to :func:`compute_score` with
+  ``reward_kwargs.process_weight``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import warnings
 import weakref
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -40,8 +45,10 @@ from codereasoner.training.process import process_score
 
 __all__ = [
     "COLUMNS",
+    "RESPONSE_TRUNCATED",
     "REWARD_LIMITS",
     "CodeReasoningReward",
+    "ProcessReward",
     "RewardBatch",
     "RewardConfig",
     "Sample",
@@ -121,6 +128,10 @@ class RewardBatch:
     def reasons(self) -> list[str]:
         """Each completion's outcome: a :class:`Reason` value, ``truncated`` or ``too_long``."""
         return [_outcome(score, cut) for score, cut in zip(self.scores, self.cut, strict=True)]
+
+    def right(self) -> list[bool]:
+        """Whether each completion's final answer was graded right."""
+        return [score is not None and score.correct for score in self.scores]
 
 
 def score_batch(
@@ -240,6 +251,7 @@ class CodeReasoningReward:
         self.isolation = isolation
         self.executor = executor  # local, ray or ray:ADDRESS (default: $CODEREASONER_EXECUTOR)
         self.last: RewardBatch | None = None
+        self._last_key: tuple[Any, ...] | None = None
         self._pool: Executor | None = None
         self._owner = 0
 
@@ -268,7 +280,7 @@ class CodeReasoningReward:
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.update(_pool=None, _owner=0, last=None)
+        state.update(_pool=None, _owner=0, last=None, _last_key=None)
         return state
 
     def __call__(
@@ -276,23 +288,42 @@ class CodeReasoningReward:
         prompts: Sequence[Any] | None = None,
         completions: Sequence[Any] = (),
         completion_ids: Sequence[Sequence[int]] | None = None,
+        **kwargs: Any,
+    ) -> list[float | None]:
+        return self.scored(prompts, completions, completion_ids, **kwargs).rewards
+
+    def scored(
+        self,
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] = (),
+        completion_ids: Sequence[Sequence[int]] | None = None,
         *,
         log_metric: Callable[[str, float], None] | None = None,
         log_extra: Callable[[str, list[Any]], None] | None = None,
+        trainer_state: Any = None,
         **columns: Any,
-    ) -> list[float | None]:
+    ) -> RewardBatch:
+        """The verdicts of the batch TRL passes (the same keyword arguments as a call).
+
+        A batch is graded and logged once: the run's other terms ask for its verdicts too
+        (before or after TRL calls this reward), and get the same ones."""
         texts = [completion_text(completion) for completion in completions]
         truncated = self._truncated(completion_ids, len(texts))
-        batch = score_batch(
-            samples_from_columns(texts, columns, truncated), self.pool(), self.config
-        )
-        self.last = batch
+        samples = samples_from_columns(texts, columns, truncated)
+        key = (getattr(trainer_state, "global_step", None), *samples)
+        if self.last is not None and key == self._last_key:
+            return self.last
+        batch = self._grade(samples)
+        self.last, self._last_key = batch, key
         if log_metric is not None:
             for name, value in batch.metrics.items():
                 log_metric(f"code_reasoning/{name}", value)
         if log_extra is not None:
             log_extra("outcome", batch.reasons())
-        return batch.rewards
+        return batch
+
+    def _grade(self, samples: Sequence[Sample]) -> RewardBatch:
+        return score_batch(samples, self.pool(), self.config)
 
     def _truncated(self, ids: Sequence[Sequence[int]] | None, count: int) -> list[bool]:
         if ids is None:
@@ -330,6 +361,9 @@ def completion_text(completion: Any) -> str:
 # verl
 # ---------------------------------------------------------------------------------------
 
+# The extra_info key our verl reward manager sets: whether the response was cut at the response
+# length limit (verl's naive manager hands compute_score the decoded text only).
+RESPONSE_TRUNCATED = "response_truncated"
 _VERL_POOL: dict[int, Executor] = {}
 _VERL_POOL_LOCK = threading.Lock()  # verl's naive manager scores from several threads at once
 # Sandbox workers per verl reward process (verl runs several reward processes per node).
@@ -359,6 +393,13 @@ def verl_sample(
     ]
     if missing:
         raise ValueError(f"extra_info lacks {', '.join(missing)}")
+    if RESPONSE_TRUNCATED not in info:
+        warnings.warn(
+            f"extra_info has no {RESPONSE_TRUNCATED!r}: a truncated response scores as if "
+            "complete; run verl with the reward manager CodeReasonerRewardManager "
+            "(codereasoner/training/verl_manager.py, recipes/verl-grpo.sh)",
+            stacklevel=3,
+        )
     target = info.get("target") if ground_truth is None else ground_truth
     return Sample(
         str(info["direction"]),
@@ -368,6 +409,7 @@ def verl_sample(
         str(target),
         str(info["case_id"]),
         solution_str,
+        truncated=info.get(RESPONSE_TRUNCATED) is True,
     )
 
 
@@ -392,7 +434,9 @@ def compute_score(
     extra_info: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """verl's ``custom_reward_function`` (naive / dapo managers): one solution, one score."""
+    """verl's ``custom_reward_function``: one solution, one score (0.0 for a response cut at the
+    response limit, which :class:`~codereasoner.training.verl_manager.CodeReasonerRewardManager`
+    flags in ``extra_info``)."""
     sample = verl_sample(solution_str, ground_truth, extra_info)
     batch = score_batch([sample], _process_pool(), _config(kwargs))
     return _with_process(_verl_result(batch, 0), solution_str, extra_info, kwargs)
@@ -424,15 +468,20 @@ def _with_process(
     kwargs: Mapping[str, Any],
 ) -> dict[str, Any]:
     """``reward_kwargs.process_weight`` > 0 (default 0: off) adds the process term
-    (:mod:`codereasoner.training.process`) to the score, from ``extra_info.probes``, and
-    reports it as ``process``."""
+    (:mod:`codereasoner.training.process`) to the score, from ``extra_info.probes`` and the
+    result's own verdict, and reports it as ``process``."""
     weight = float(kwargs.get("process_weight", 0.0))
     if weight <= 0:
         return result
     info = extra_info or {}
     column = str(info.get(PROBES_COLUMN) or "[]")
     term = process_score(
-        solution, column, weight, direction=info.get("direction"), call=info.get("call")
+        solution,
+        column,
+        weight,
+        answer_right=result["correct"] == 1.0,
+        direction=info.get("direction"),
+        call=info.get("call"),
     )
     return {**result, "score": result["score"] + term, "process": term}
 
@@ -468,27 +517,50 @@ def process_reward(
     probes: Sequence[str] | None = None,
     weight: float = 1.0,
     *,
+    answer_right: Sequence[bool] | None = None,
     direction: Sequence[str] | None = None,
     call: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[float]:
     """The process term of each completion (:mod:`codereasoner.training.process`): in
-    ``[-weight, 0]``, lower the more of the probed values it states are false, from the
-    ``probes`` column ``export --format trl-grpo`` writes (``direction`` and ``call``: a
-    backward chain is judged when it answers the case's call). A TRL reward function as is."""
+    ``[-weight, +weight]``, from the ``probes`` column ``export --format trl-grpo`` writes and
+    whether each final answer is right (``answer_right``; :class:`ProcessReward` reads it
+    from the code reward). ``direction`` and ``call``: a backward chain is judged when it
+    answers the case's call."""
     if probes is None:
         raise ValueError(
             f"the process reward needs the dataset column {PROBES_COLUMN!r}: export the "
             "distillation again (codereasoner export --format trl-grpo)"
         )
+    if answer_right is None:
+        raise ValueError("the process reward needs each answer's verdict (answer_right)")
     count = len(completions)
     directions = [None] * count if direction is None else list(direction)
     calls = [None] * count if call is None else list(call)
-    rows = zip(completions, probes, directions, calls, strict=True)
+    rows = zip(completions, probes, answer_right, directions, calls, strict=True)
     return [
-        process_score(completion_text(c), str(column), weight, direction=d, call=k)
-        for c, column, d, k in rows
+        process_score(
+            completion_text(c), str(column), weight, answer_right=right, direction=d, call=k
+        )
+        for c, column, right, d, k in rows
     ]
+
+
+class ProcessReward:
+    """The process term as a TRL reward: its credit goes only to completions whose answer the
+    run's code reward graded right (the same batch's verdicts, never graded twice)."""
+
+    def __init__(self, code: CodeReasoningReward, weight: float = 1.0) -> None:
+        self.code = code
+        self.weight = weight
+
+    @property
+    def __name__(self) -> str:  # rewards/process/mean
+        return "process"
+
+    def __call__(self, **kwargs: Any) -> list[float]:
+        right = self.code.scored(**kwargs).right()
+        return process_reward(weight=self.weight, answer_right=right, **kwargs)
 
 
 def length_penalty(

@@ -31,7 +31,7 @@ from typing import Any
 from codereasoner.execution import SandboxUnavailable
 from codereasoner.files import write_atomic
 from codereasoner.synth.writer import FolderBusy, exclusive
-from codereasoner.training.grpo_rewards import REWARDS, RewardContext, resolve_reward
+from codereasoner.training.grpo_rewards import REWARDS, RewardContext, build_rewards
 from codereasoner.training.recipe import Recipe, RecipeError, Stage, first_line
 from codereasoner.training.rewards import COLUMNS, CodeReasoningReward
 
@@ -181,7 +181,7 @@ def build_trainer(
 
 def _rewards(recipe: Recipe) -> list[Any]:
     context = RewardContext(recipe.train, recipe.config)
-    rewards = [resolve_reward(name, context, recipe.source) for name in recipe.train.rewards]
+    rewards = build_rewards(recipe.train.rewards, context, recipe.source)
     for reward in rewards:
         if isinstance(reward, CodeReasoningReward):
             try:  # a sandbox that cannot start is a setup error now, not a crash at step one
