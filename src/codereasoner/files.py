@@ -10,12 +10,24 @@ the old file or the new one, never a half-written one.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["fsync_path", "replacing", "umask", "write_atomic"]
+__all__ = [
+    "CACHE_ENV",
+    "cache_root",
+    "fsync_path",
+    "replacing",
+    "sha256_file",
+    "umask",
+    "write_atomic",
+]
+
+CACHE_ENV = "CODEREASONER_CACHE"
+_BLOCK = 1 << 20
 
 
 def umask() -> int:
@@ -58,3 +70,18 @@ def write_atomic(path: Path, text: str) -> None:
     file."""
     with replacing(path) as temporary:
         temporary.write_text(text, encoding="utf-8")
+
+
+def cache_root() -> Path:
+    """Where downloaded data and converted models are kept: ``$CODEREASONER_CACHE``, default
+    ``~/.cache/codereasoner``."""
+    configured = os.environ.get(CACHE_ENV)
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "codereasoner"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        while block := handle.read(_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()

@@ -28,6 +28,7 @@ __all__ = [
     "equal",
     "parse",
     "render",
+    "top_level_indexes",
     "type_name",
 ]
 
@@ -694,3 +695,20 @@ def equal(
     if policy == "lenient":
         return _Lenient(rel_tol, abs_tol).equal(a, b)
     raise ValueError(f"unknown equality policy {policy!r}; expected one of {', '.join(POLICIES)}")
+
+
+def top_level_indexes(text: str) -> list[int]:
+    """Indexes of the characters outside brackets and quotes."""
+    found, depth, quote = [], 0, ""
+    for index, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote and text[index - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0:
+            found.append(index)
+    return found

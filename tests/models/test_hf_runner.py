@@ -3,6 +3,8 @@ model, extraction, grading, the run store, and a resume that generates nothing."
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 from codereasoner.evaluation.runner import Runner, RunSettings
@@ -44,3 +46,28 @@ def test_hf_backend_runs_a_benchmark_end_to_end_and_resumes(
     assert again["cached"]["cruxeval-o"] == 2 * items
     assert again["reports"]["cruxeval-o"]["pass@1"] == first["reports"]["cruxeval-o"]["pass@1"]
     assert rows_again == rows
+
+
+def test_max_tokens_defaults_to_the_benchmarks_and_a_run_mostly_at_the_limit_warns(
+    tmp_path: Path, tiny_model: Path, pool: Pool
+) -> None:
+    """Without --max-tokens a direct answer gets the benchmark's 192 tokens (a reasoning style
+    1,024); a model that never writes an end (the random tiny one) is warned about, on the
+    summary and in results.json."""
+    from codereasoner import benchmarks
+
+    bench = benchmarks.get("cruxeval-o")
+    assert bench.max_tokens_for("direct") == 192 and bench.max_tokens_for("cot") == 1024
+    settings = RunSettings(("cruxeval-o",), limit=2, data_dir=FIXTURES)
+    assert settings.sampling.max_tokens is None
+    backend = load_backend(f"hf:{tiny_model}", batch_size=4)
+    with Runner(tmp_path, backend, settings, pool_factory=lambda: pool) as runner:
+        summary = runner.run()
+    with sqlite3.connect(tmp_path / "run.sqlite") as db:
+        keys = {key for (key,) in db.execute("SELECT DISTINCT sampling FROM completions")}
+    assert [json.loads(key)["max_tokens"] for key in keys] == [192]
+    assert len(summary.warnings) == 1
+    assert "stopped at the 192-token limit" in summary.warnings[0]
+    assert "raise --max-tokens" in summary.warnings[0]
+    written = json.loads((tmp_path / "results.json").read_text())
+    assert written["warnings"] == summary.warnings

@@ -174,3 +174,40 @@ def test_builtin_specs_keep_their_errors() -> None:
         parse_spec("oracle:x")
     with pytest.raises(SpecError, match=r"do not apply to oracle backends \(they take: none\)"):
         load_backend("oracle", batch_size=1)
+
+
+def test_backend_options_parse_from_key_value_text() -> None:
+    from codereasoner.models.registry import parse_options
+
+    assert parse_options("batch_size=8,dtype=bfloat16") == {"batch_size": 8, "dtype": "bfloat16"}
+    assert parse_options(" trust_remote_code=True , device=cpu ") == {
+        "trust_remote_code": True,
+        "device": "cpu",
+    }
+    assert parse_options('engine_options={"a": 1, "b": [2, 3]},max_model_len=null') == {
+        "engine_options": {"a": 1, "b": [2, 3]},
+        "max_model_len": None,
+    }
+    assert parse_options("gpu_memory_utilization=0.5") == {"gpu_memory_utilization": 0.5}
+    assert parse_options("") == {}
+    for bad in ("batch_size", "=3", "batch size=3", "a=1,b"):
+        with pytest.raises(SpecError, match="key=value"):
+            parse_options(bad)
+
+
+def test_backend_options_are_checked_against_the_types_the_backend_declares(
+    toy: BackendType,
+) -> None:
+    assert load_backend("toy:abc", repeat=2).repeat == 2  # type: ignore[attr-defined]
+    with pytest.raises(SpecError, match=r"option repeat='two': expected int"):
+        load_backend("toy:abc", repeat="two")
+    with pytest.raises(SpecError, match=r"option shout=1: expected bool"):
+        load_backend("toy:abc", shout=1)
+    with pytest.raises(SpecError, match=r"option repeat=True: expected int"):
+        load_backend("toy:abc", repeat=True)
+    with pytest.raises(SpecError, match=r"option batch_size='x': expected int"):
+        load_backend("hf:some/model", batch_size="x")
+    with pytest.raises(SpecError, match=r"option timeout_s='slow': expected float"):
+        load_backend("openai:m@http://127.0.0.1:1/v1", timeout_s="slow")
+    made = load_backend("openai:m@http://127.0.0.1:1/v1", timeout_s=5, extra_body={"x": 1})
+    assert made.timeout_s == 5  # type: ignore[attr-defined]  # an int where a float is declared

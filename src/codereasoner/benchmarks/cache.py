@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import hashlib
 import importlib
 import json
 import logging
@@ -31,9 +30,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from codereasoner.files import replacing
+from codereasoner.files import CACHE_ENV as CACHE_ENV  # where the cache is: read by users
+from codereasoner.files import cache_root, replacing, sha256_file
 
-CACHE_ENV = "CODEREASONER_CACHE"
 MANIFEST = "manifest.json"
 TIMEOUT_S = 60.0
 _CHUNK = 1 << 16
@@ -148,19 +147,6 @@ class FileStatus:
     present: bool
     sha256: str | None  # recorded in the manifest (cache) or None
     verified: bool  # present and matching the pinned or recorded hash
-
-
-def cache_root() -> Path:
-    configured = os.environ.get(CACHE_ENV)
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "codereasoner"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

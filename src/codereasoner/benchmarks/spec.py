@@ -11,13 +11,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from types import MappingProxyType
 
 from codereasoner import tasks
 from codereasoner.benchmarks.cache import FileStatus, Source, locate, status
 from codereasoner.execution import Limits
 from codereasoner.tasks import OFFICIAL_LIMITS, Extraction, Item, template
 
-__all__ = ["Benchmark", "Clock", "Metrics", "Stops"]
+__all__ = ["DIRECT_MAX_TOKENS", "REASONING_MAX_TOKENS", "Benchmark", "Clock", "Metrics", "Stops"]
+
+# ``--max-tokens`` when not given. A direct answer (an assertion, a value, a call) fits in well
+# under 192 tokens (CRUXEval's longest oracle answer is 110 SmolLM2 tokens); a model that never
+# writes the stop tag then costs 192 tokens a row, not 1,024. Reasoning styles get 1,024.
+DIRECT_MAX_TOKENS = MappingProxyType({"direct": 192, "phind": 192})
+REASONING_MAX_TOKENS = 1024
 
 
 class Metrics(StrEnum):
@@ -71,6 +78,8 @@ class Benchmark:
     metric_note: str
     metrics: Metrics = Metrics.PASS_AT_K
     stops: Stops = Stops()
+    # --max-tokens by prompt style when not given (a style not named: REASONING_MAX_TOKENS)
+    max_tokens: Mapping[str, int] = field(default_factory=lambda: DIRECT_MAX_TOKENS)
     system: str | None = None  # template of the system message, sent in chat mode only
     limits: Limits = OFFICIAL_LIMITS
     clock: Clock = Clock.WALL
@@ -130,6 +139,10 @@ class Benchmark:
 
     def stop(self, style: str, chat: bool) -> tuple[str, ...]:
         return self.stops.get(str(style), chat)
+
+    def max_tokens_for(self, style: str) -> int:
+        """The completion length a style's answers need (``--max-tokens`` when not given)."""
+        return self.max_tokens.get(str(style), REASONING_MAX_TOKENS)
 
     def system_message(self, chat: bool) -> str | None:
         return template(self.system).strip() if chat and self.system else None

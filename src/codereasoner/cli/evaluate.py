@@ -54,16 +54,27 @@ class Bars:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TextColumn("{task.fields[note]}", style="dim", markup=False),
             console=error_console,
         )
         self.tasks: dict[tuple[str, str], Any] = {}
 
     def start(self, benchmark: str, phase: str, total: int) -> None:
         label = f"{benchmark:<16} {phase}"
-        self.tasks[(benchmark, phase)] = self.progress.add_task(label, total=total)
+        self.tasks[(benchmark, phase)] = self.progress.add_task(label, total=total, note="")
 
     def advance(self, benchmark: str, phase: str, count: int = 1) -> None:
         self.progress.advance(self.tasks[(benchmark, phase)], count)
+
+    def note(self, benchmark: str, phase: str, text: str) -> None:
+        task = self.tasks.get((benchmark, phase))
+        if task is not None:
+            self.progress.update(task, note=text)
+
+    def warn(self, text: str) -> None:
+        self.progress.console.print(
+            f"[yellow]warning:[/] {safe_markup(text)}", highlight=False, soft_wrap=True
+        )
 
 
 @contextlib.contextmanager
@@ -172,7 +183,13 @@ def eval_command(
     n: Annotated[int, typer.Option("--n", help="Samples per item.")] = 1,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (>= 0).")] = 0.0,
     top_p: Annotated[float, typer.Option(help="Nucleus sampling, in (0, 1].")] = 1.0,
-    max_tokens: Annotated[int, typer.Option(help="Most tokens per completion.")] = 1024,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="Most tokens per completion (default: per benchmark and style: 192 for direct "
+            "answers, 1024 for reasoning styles)."
+        ),
+    ] = None,
     seed: Annotated[
         int | None, typer.Option(help="Sampling seed (sample i uses seed + i).")
     ] = None,
@@ -201,6 +218,15 @@ def eval_command(
         int | None, typer.Option(help="About N items per benchmark, a fixed subset.")
     ] = None,
     data_dir: Annotated[Path | None, DATA_DIR_OPTION] = None,
+    model_args: Annotated[
+        str | None,
+        typer.Option(
+            "--model-args",
+            help="Backend options as key=value,key=value (hf: batch_size, device, dtype, "
+            "trust_remote_code; vllm: batch_size, dtype, tensor_parallel_size, "
+            "gpu_memory_utilization, max_model_len, ...; openai: concurrency, timeout_s, ...).",
+        ),
+    ] = None,
     concurrency: Annotated[
         int | None, typer.Option(help="Requests in flight (server backends).")
     ] = None,
@@ -228,7 +254,7 @@ def eval_command(
     it may add benchmarks or change --n.
     """
     try:
-        backend = open_backend(model, concurrency, request_timeout)
+        backend = open_backend(model, concurrency, request_timeout, model_args)
         check_data_dir(data_dir)
     except RunError as exc:
         fail(str(exc))
@@ -277,7 +303,8 @@ def _run(
     runner, bars = _prepare(backend, settings, out)
     with runner:
         try:
-            backend.preflight()
+            with backend_warnings():  # a packaged model's one-time conversion says so
+                backend.preflight()
         except BackendError as exc:
             fail(f"--model {model}: {_without_spec(str(exc), model, backend.model_id)}")
         try:

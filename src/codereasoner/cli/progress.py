@@ -111,6 +111,9 @@ class LineProgress(Progress):
         else:
             count = f"{task.completed:,.0f}"
         elapsed = time.monotonic() - self._started_at.get(task_id, time.monotonic())
+        note = str(task.fields.get("note") or "")
         words = [f"{name}:", count, f"{elapsed:.0f}s"] + ([state] if state else [])
+        if note and not state:  # where the work inside the current step is
+            words.append(f"({note})")
         # Plain text, never markup: descriptions may hold file names.
         self.console.print(" ".join(words), markup=False, highlight=False, soft_wrap=True)

@@ -10,9 +10,10 @@ and resume, the same ``results.json``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from codereasoner.evaluation.runner import (
     Events,
@@ -26,6 +27,7 @@ from codereasoner.evaluation.runner import (
 )
 from codereasoner.models import BACKENDS, BackendError, SpecError, load_backend, parse_spec
 from codereasoner.models.base import Backend, Sampling
+from codereasoner.models.registry import parse_options
 
 __all__ = ["evaluate", "open_backend"]
 
@@ -34,14 +36,22 @@ BACKEND_FLAGS = {"concurrency": "--concurrency", "timeout_s": "--request-timeout
 
 
 def open_backend(
-    model: str, concurrency: int | None = None, request_timeout: float | None = None
+    model: str,
+    concurrency: int | None = None,
+    request_timeout: float | None = None,
+    model_args: str | Mapping[str, Any] | None = None,
 ) -> Backend:
-    """The backend of a model spec with eval's server options; RunError naming the flag."""
+    """The backend of a model spec with eval's server options and ``model_args`` (a mapping, or
+    ``key=value,...`` text as ``--model-args`` takes); RunError naming the flag."""
     if concurrency is not None and concurrency < 1:
         raise RunError(f"--concurrency {concurrency}: expected at least 1 request in flight")
     if request_timeout is not None and not request_timeout > 0:
         raise RunError(f"--request-timeout {request_timeout:g}: expected a positive number")
     options = {"concurrency": concurrency, "timeout_s": request_timeout}
+    try:
+        extra = parse_options(model_args) if isinstance(model_args, str) else dict(model_args or {})
+    except SpecError as exc:
+        raise RunError(f"--model-args: {exc}") from None
     try:
         kind = BACKENDS[parse_spec(model).kind]
         for option, value in options.items():
@@ -51,7 +61,10 @@ def open_backend(
                     f"{BACKEND_FLAGS[option]}: applies to {', '.join(takers)} models only, "
                     f"not {kind.name}"
                 )
-        return load_backend(model, **options)
+            if value is not None and option in extra:
+                raise RunError(f"{BACKEND_FLAGS[option]} and --model-args both set {option}")
+        given = {key: value for key, value in options.items() if value is not None}
+        return load_backend(model, **{**extra, **given})
     except (SpecError, BackendError) as exc:
         raise RunError(f"--model: {exc}") from None
 
@@ -64,7 +77,7 @@ def evaluate(
     n: int = 1,
     temperature: float = 0.0,
     top_p: float = 1.0,
-    max_tokens: int = 1024,
+    max_tokens: int | None = None,
     seed: int | None = None,
     style: str = "direct",
     extraction: str | None = None,
@@ -78,6 +91,7 @@ def evaluate(
     executor: str | None = None,
     concurrency: int | None = None,
     request_timeout: float | None = None,
+    model_args: str | Mapping[str, Any] | None = None,
     events: Events | None = None,
 ) -> RunSummary:
     """Run ``benchmarks`` (names, or one string of comma-separated names as ``--bench`` takes;
@@ -116,7 +130,7 @@ def evaluate(
     )
     with ExitStack() as owned:
         if isinstance(model, str):
-            backend = open_backend(model, concurrency, request_timeout)
+            backend = open_backend(model, concurrency, request_timeout, model_args)
             owned.callback(backend.close)  # only the backend opened here
         else:
             backend = model

@@ -30,7 +30,7 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -55,7 +55,14 @@ from codereasoner.execution import (
 )
 from codereasoner.execution.sandbox import ISOLATION_MODES
 from codereasoner.files import write_atomic
-from codereasoner.models.base import Backend, Completion, Request, Sampling, model_identity
+from codereasoner.models.base import (
+    Backend,
+    Completion,
+    ReportsProgress,
+    Request,
+    Sampling,
+    model_identity,
+)
 from codereasoner.models.base import prompt_hash as hash_prompt
 from codereasoner.synth.writer import LOCK_FILE, FolderBusy, exclusive
 from codereasoner.tasks import Extracted, Extraction, Grading, Item, Score
@@ -83,6 +90,7 @@ ORACLE = "oracle"
 SELF_CHECK = "SELF-CHECK: the oracle answers from the ground truth; this is not a model score"
 RESULTS_JSON = "results.json"  # the summary of the last run (done or failed), beside run.sqlite
 SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")  # a SQLite database's files
+LIMIT_WARNING_SHARE = 0.5  # warn when at least this share of completions hit --max-tokens
 
 
 def run_file_at(out: Path, store: Path) -> Path | None:
@@ -176,7 +184,7 @@ def _check_sampling(sampling: Sampling) -> None:
         raise RunError(f"--temperature {sampling.temperature:g}: expected a number >= 0")
     if not 0 < sampling.top_p <= 1:
         raise RunError(f"--top-p {sampling.top_p:g}: expected a number in (0, 1]")
-    if sampling.max_tokens < 1:
+    if sampling.max_tokens is not None and sampling.max_tokens < 1:
         raise RunError(f"--max-tokens {sampling.max_tokens}: expected at least 1 token")
     if sampling.seed is not None and sampling.seed < 0:
         raise RunError(f"--seed {sampling.seed}: expected an integer >= 0")
@@ -266,6 +274,7 @@ class RunSummary:
     self_check: dict[str, dict[str, Any]] | None = None
     status: str = "done"
     message: str = ""
+    warnings: list[str] = field(default_factory=list)  # one line each, said on the terminal too
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -279,6 +288,7 @@ class RunSummary:
             "cached": self.cached,
             "graded": self.graded,
             "self_check": self.self_check,
+            "warnings": self.warnings,
             "reports": self.reports,
         }
 
@@ -294,7 +304,9 @@ class RunSummary:
 
 
 class Events(Protocol):
-    """Progress of a run (the CLI draws bars from these)."""
+    """Progress of a run (the CLI draws bars from these). An object may also have
+    ``note(benchmark, phase, text)``: where the work inside the current step is (a local model's
+    batch), and ``warn(text)``: a warning as soon as it is known."""
 
     def start(self, benchmark: str, phase: str, total: int) -> None: ...
 
@@ -449,7 +461,12 @@ class Runner:
         system = bench.system_message(chat)
         prompts = {item.id: tasks.get(item.task).prompt(item, style) for item in items}
         hashes = {key: hash_prompt(text, chat, system) for key, text in prompts.items()}
-        sampling = replace(self.settings.sampling, stop=bench.stop(style, chat))
+        asked = self.settings.sampling
+        sampling = replace(
+            asked,
+            stop=bench.stop(style, chat),
+            max_tokens=asked.max_tokens or bench.max_tokens_for(style),
+        )
         return Resolved(
             bench, family, items, style, extraction, limits, sampling, system, prompts, hashes
         )
@@ -579,6 +596,12 @@ class Runner:
             keys[name] = plan.sampling.key()
             store.update_config(self._config)
         summary.generated[name], summary.cached[name] = self._generate(store, plan)
+        warning = self._limit_warning(store, plan)
+        if warning is not None:
+            summary.warnings.append(warning)
+            warn = getattr(self.events, "warn", None)
+            if warn is not None:
+                warn(warning)
         started = time.perf_counter()
         graded = self._grade(store, plan)
         summary.graded[name] = graded
@@ -631,8 +654,40 @@ class Runner:
             self.events.advance(name, "generate")
 
         if requests:
-            self.backend.generate(requests, on_result)
+            with self._watching(name):
+                self.backend.generate(requests, on_result)
         return sum(len(r.samples) for r in requests), hits
+
+    @contextlib.contextmanager
+    def _watching(self, name: str) -> Iterator[None]:
+        """While inside, a backend that reports where it is inside a batch tells the events."""
+        note = getattr(self.events, "note", None)
+        backend = self.backend
+        if note is None or not isinstance(backend, ReportsProgress):
+            yield
+            return
+        backend.watch(lambda progress: note(name, "generate", progress.describe()))
+        try:
+            yield
+        finally:
+            backend.watch(None)
+
+    def _limit_warning(self, store: RunStore, plan: Resolved) -> str | None:
+        """A warning when most of the benchmark's completions stopped at the token limit: the
+        scores then measure the limit (or a prompt mode the model does not follow)."""
+        n = self.settings.n
+        texts = store.completions(self.identity, plan.sampling.key(), set(plan.hashes.values()), n)
+        reasons = [texts[key].finish_reason for key in texts]
+        cut = sum(reason == "length" for reason in reasons)
+        if not reasons or cut / len(reasons) < LIMIT_WARNING_SHARE:
+            return None
+        limit = plan.sampling.token_limit
+        return (
+            f"{plan.bench.name}: {cut} of {len(reasons)} completions "
+            f"({100 * cut / len(reasons):.0f}%) stopped at the {limit}-token limit without an "
+            f"end or a stop sequence ({', '.join(plan.sampling.stop) or 'none'}); their answers "
+            "are likely cut or missing: raise --max-tokens, or check --chat/--raw and --style"
+        )
 
     def _grade(self, store: RunStore, plan: Resolved) -> int:
         """Extract and grade the samples without a stored verdict (only those: a larger ``n``

@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from codereasoner.tasks import Item
@@ -37,15 +37,23 @@ class SpecError(ValueError):
     """A model spec string that does not parse."""
 
 
+DEFAULT_MAX_TOKENS = 1024
+
+
 @dataclass(frozen=True)
 class Sampling:
     """Sampling settings; part of the completion cache key."""
 
     temperature: float = 0.0
     top_p: float = 1.0
-    max_tokens: int = 1024
+    max_tokens: int | None = None  # None: the caller's default (a benchmark's, else 1024)
     stop: tuple[str, ...] = ()
     seed: int | None = None
+
+    @property
+    def token_limit(self) -> int:
+        """The most tokens a completion may have (``max_tokens``, else 1024)."""
+        return DEFAULT_MAX_TOKENS if self.max_tokens is None else self.max_tokens
 
     def key(self) -> str:
         """Canonical JSON of the settings (the cache key's sampling part)."""
@@ -99,6 +107,35 @@ class Completion:
 
 OnResult = Callable[[int, list[Completion]], None]
 """Called with the request's index in the batch and its completions (one per sample, in order)."""
+
+
+@dataclass(frozen=True)
+class GenerationProgress:
+    """Where a local backend is inside its current batch (a batch runs to its longest row, so
+    a run's request count can stand still for minutes while work goes on)."""
+
+    batch: int  # 1-based
+    batches: int
+    tokens: int  # generated so far by each unfinished row of the batch
+    max_tokens: int
+    rows_done: int
+    rows: int
+
+    def describe(self) -> str:
+        return (
+            f"batch {self.batch}/{self.batches}: {self.tokens}/{self.max_tokens} tokens, "
+            f"{self.rows_done}/{self.rows} rows done"
+        )
+
+
+OnProgress = Callable[[GenerationProgress], None]
+
+
+@runtime_checkable
+class ReportsProgress(Protocol):
+    """A backend that can say where it is inside a batch (the hf backend)."""
+
+    def watch(self, watcher: OnProgress | None) -> None: ...
 
 
 class Backend(Protocol):

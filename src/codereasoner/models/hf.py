@@ -8,9 +8,16 @@ left padding; rows with the same ``max_tokens`` share a batch, sorted by prompt 
   (``Sampling.seed``, the sample index, the prompt), so a sample's text does not depend on the
   random draws of the other rows (only, through floating-point noise, on padding);
 - stop sequences end a row's generation as soon as its text holds one, and the text is cut at
-  the first one; ``finish_reason`` is ``stop`` (EOS or a stop sequence) or ``length``;
+  the first one; ``finish_reason`` is ``stop`` (EOS or a stop sequence) or ``length``. Besides
+  the tokenizer's EOS, a chat template's end-of-turn token (``<|im_end|>``, ``<end_of_turn>``,
+  ``<|eot_id|>``) ends a row;
+- a request is reported as soon as its rows are finished, not when its batch ends (a batch runs
+  to its longest row), and a watcher (:meth:`HFBackend.watch`) hears where the current batch is
+  (tokens generated, rows finished) at most every half second;
 - chat requests use the tokenizer's chat template (generation prompt added) when it has one,
-  else the system message and the prompt joined by a blank line.
+  else the system message and the prompt joined by a blank line;
+- ``PATH`` may also be ``gguf:FILE`` or a packaged model's name (``smollm2-135m``,
+  ``gemma3-270m``): converted once into a cached folder (:mod:`codereasoner.models.packaged`).
 """
 
 from __future__ import annotations
@@ -18,13 +25,25 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from codereasoner.models.base import BackendError, Completion, OnResult, Request, cut_at_stop
+from codereasoner.models.base import (
+    BackendError,
+    Completion,
+    GenerationProgress,
+    OnProgress,
+    OnResult,
+    Request,
+    cut_at_stop,
+)
+from codereasoner.models.packaged import local_model, packaged_names
 
 INSTALL = "pip install 'codereasoner[train]'"
+# Chat templates end a turn with one of these; generation stops there as at EOS.
+END_OF_TURN = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>")
+PROGRESS_EVERY_S = 0.5
 
 
 @dataclass
@@ -83,6 +102,9 @@ class HFBackend:
         self._tokenizer: Any = None
         self._torch: Any = None
         self._transformers: Any = None
+        self._watcher: OnProgress | None = None
+        self.progress_every_s = PROGRESS_EVERY_S  # the watcher hears at most this often
+        self._eos: set[int] = set()
 
     @property
     def model_id(self) -> str:
@@ -94,6 +116,10 @@ class HFBackend:
 
     def close(self) -> None:
         self._model = self._tokenizer = None
+
+    def watch(self, watcher: OnProgress | None) -> None:
+        """Hear where the current batch is while :meth:`generate` runs (None: stop)."""
+        self._watcher = watcher
 
     def _load(self) -> None:
         if self._model is not None:
@@ -109,14 +135,18 @@ class HFBackend:
         if not isinstance(dtype, torch.dtype):
             raise BackendError(f"dtype {self.dtype_name!r}: expected auto or a torch dtype name")
         try:
+            folder = local_model(self.path)
+        except BackendError as exc:
+            raise BackendError(f"hf:{self.path}: {exc}") from None
+        try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(
-                self.path, trust_remote_code=self.trust_remote_code
+                folder, trust_remote_code=self.trust_remote_code
             )
             # transformers < 4.56 calls the argument ``torch_dtype``
             major, minor = (int(part) for part in transformers.__version__.split(".")[:2])
             dtype_argument = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
             model = transformers.AutoModelForCausalLM.from_pretrained(
-                self.path,
+                folder,
                 trust_remote_code=self.trust_remote_code,
                 **{dtype_argument: dtype},
             )
@@ -125,8 +155,8 @@ class HFBackend:
             reason = " ".join(str(exc).split())[:300]
             raise BackendError(
                 f"hf:{self.path}: cannot load the model ({reason}); expected a local folder "
-                "with config.json, weights and tokenizer files, or a hub name (set "
-                "HF_HUB_OFFLINE=0 to download)"
+                "with config.json, weights and tokenizer files, gguf:FILE, a packaged model "
+                f"({packaged_names()}), or a hub name (set HF_HUB_OFFLINE=0 to download)"
             ) from None
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
@@ -134,6 +164,7 @@ class HFBackend:
         self._torch, self._transformers = torch, transformers
         self._tokenizer, self._model = tokenizer, model
         self.device = device
+        self._eos = self._end_ids()
 
     # -- encoding --------------------------------------------------------------------------
 
@@ -173,42 +204,61 @@ class HFBackend:
     # -- generation ------------------------------------------------------------------------
 
     def generate(self, requests: Sequence[Request], on_result: OnResult) -> None:
-        """Generate in batches; each request is reported once all its samples are done."""
+        """Generate in batches; each request is reported once all its samples are done, which
+        may be before its batch ends."""
         if not requests:
             return
         self._load()
         rows = self._rows(requests)
         by_length: dict[int, list[_Row]] = defaultdict(list)
         for row in rows:
-            by_length[requests[row.request].sampling.max_tokens].append(row)
+            by_length[requests[row.request].sampling.token_limit].append(row)
         missing = {index: len(request.samples) for index, request in enumerate(requests)}
         done: dict[int, list[Completion]] = defaultdict(list)
+
+        def deliver(row: _Row, completions: list[Completion]) -> None:
+            done[row.request] += completions
+            missing[row.request] -= len(completions)
+            if missing[row.request] == 0:
+                ordered = sorted(done.pop(row.request), key=lambda c: c.sample)
+                on_result(row.request, ordered)
+
+        batches = []
         for max_tokens, group in by_length.items():
             group.sort(key=lambda row: len(row.ids))
             for start in range(0, len(group), self.batch_size):
-                batch = group[start : start + self.batch_size]
-                for row, completions in zip(batch, self._run(batch, max_tokens), strict=True):
-                    done[row.request] += completions
-                    missing[row.request] -= len(completions)
-                    if missing[row.request] == 0:
-                        ordered = sorted(done.pop(row.request), key=lambda c: c.sample)
-                        on_result(row.request, ordered)
+                batches.append((max_tokens, group[start : start + self.batch_size]))
+        for number, (max_tokens, batch) in enumerate(batches, 1):
+            self._run(batch, max_tokens, deliver, (number, len(batches)))
 
-    def _eos_ids(self) -> set[int]:
+    def _end_ids(self) -> set[int]:
+        """The ids that end a row: EOS (configured and the tokenizer's) and the chat template's
+        end-of-turn token."""
+        tokenizer = self._tokenizer
         configured = self._model.generation_config.eos_token_id
         ids = set(configured if isinstance(configured, list) else [configured])
-        ids.add(self._tokenizer.eos_token_id)
+        ids.add(tokenizer.eos_token_id)
+        for token in END_OF_TURN:
+            if token in tokenizer.all_special_tokens or token in tokenizer.get_added_vocab():
+                ids.add(tokenizer.convert_tokens_to_ids(token))
         ids.discard(None)
-        return ids
+        ids.discard(tokenizer.unk_token_id)
+        return {int(i) for i in ids}
 
-    def _run(self, batch: list[_Row], max_tokens: int) -> list[list[Completion]]:
+    def _run(
+        self,
+        batch: list[_Row],
+        max_tokens: int,
+        deliver: Callable[[_Row, list[Completion]], None],
+        position: tuple[int, int],
+    ) -> None:
         torch, transformers = self._torch, self._transformers
         tokenizer = self._tokenizer
         pad = tokenizer.pad_token_id
         width = max(len(row.ids) for row in batch)
         input_ids = torch.tensor([[pad] * (width - len(r.ids)) + r.ids for r in batch])
         mask = torch.tensor([[0] * (width - len(r.ids)) + [1] * len(r.ids) for r in batch])
-        eos = self._eos_ids()
+        eos = self._eos
         config = transformers.GenerationConfig(
             max_new_tokens=max_tokens,
             do_sample=False,
@@ -218,24 +268,46 @@ class HFBackend:
         processors = transformers.LogitsProcessorList()
         if any(row.temperature > 0 for row in batch):
             processors.append(_make_sampler(torch, transformers, batch))
-        criteria = transformers.StoppingCriteriaList()
-        if any(row.stop for row in batch):
-            criteria.append(_make_stopper(torch, transformers, tokenizer, batch, width))
         started = time.perf_counter()
+
+        def finish(row: _Row, generated: list[int]) -> None:
+            latency = time.perf_counter() - started
+            deliver(row, self._completions(row, generated, eos | {pad}, max_tokens, latency))
+
+        watch = _BatchWatch(
+            torch, tokenizer, batch, width, eos, finish, self._progress(position, max_tokens)
+        )
         with torch.inference_mode():
             output = self._model.generate(
                 input_ids=input_ids.to(self.device),
                 attention_mask=mask.to(self.device),
                 generation_config=config,
                 logits_processor=processors,
-                stopping_criteria=criteria,
+                stopping_criteria=transformers.StoppingCriteriaList([watch.criterion()]),
             )
-        latency = time.perf_counter() - started
-        ends = eos | {pad}  # finished rows are filled with padding
-        results = []
-        for row, generated in zip(batch, output[:, width:].tolist(), strict=True):
-            results.append(self._completions(row, generated, ends, max_tokens, latency))
-        return results
+        for index, (row, generated) in enumerate(
+            zip(batch, output[:, width:].tolist(), strict=True)
+        ):
+            if not watch.reported[index]:
+                finish(row, generated)
+        watch.progress(output.shape[1] - width, len(batch), len(batch))
+
+    def _progress(
+        self, position: tuple[int, int], max_tokens: int
+    ) -> Callable[[int, int, int], None]:
+        """A callback (tokens, rows done, rows) that tells the watcher, at most every
+        ``PROGRESS_EVERY_S``."""
+        last = [0.0]
+
+        def tell(tokens: int, finished: int, rows: int) -> None:
+            watcher = self._watcher
+            now = time.monotonic()
+            if watcher is None or (now - last[0] < self.progress_every_s and finished < rows):
+                return
+            last[0] = now
+            watcher(GenerationProgress(*position, tokens, max_tokens, finished, rows))
+
+        return tell
 
     def _completions(
         self, row: _Row, generated: list[int], eos: set[int], max_tokens: int, latency: float
@@ -256,6 +328,57 @@ class HFBackend:
         return [
             Completion(sample, text, reason, len(row.ids), count, latency) for sample in row.samples
         ]
+
+
+class _BatchWatch:
+    """Called by ``generate`` after every step: finds the rows that just ended (an end id, or a
+    stop sequence in the text's tail), reports each at once, and tells progress."""
+
+    def __init__(
+        self,
+        torch: Any,
+        tokenizer: Any,
+        batch: list[_Row],
+        width: int,
+        eos: set[int],
+        finish: Callable[[_Row, list[int]], None],
+        progress: Callable[[int, int, int], None],
+    ) -> None:
+        self.torch, self.tokenizer, self.batch, self.width = torch, tokenizer, batch, width
+        self.eos, self.finish, self.progress = eos, finish, progress
+        self.reported = [False] * len(batch)
+        longest = max((len(stop) for row in batch for stop in row.stop), default=0)
+        self.window = 4 * longest + 4  # a stop of L characters spans at most 4L byte-level tokens
+
+    def criterion(self) -> Any:
+        from transformers import StoppingCriteria
+
+        watch = self
+
+        class EndOfRows(StoppingCriteria):
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                return watch.step(input_ids)
+
+        return EndOfRows()
+
+    def step(self, input_ids: Any) -> Any:
+        generated = input_ids.shape[1] - self.width
+        flags = []
+        for index, row in enumerate(self.batch):
+            if not self.reported[index]:
+                tokens = input_ids[index, self.width :]
+                if row.stopped_at is None and row.stop and self._holds_stop(row, tokens):
+                    row.stopped_at = generated
+                if row.stopped_at is not None or int(tokens[-1]) in self.eos:
+                    self.reported[index] = True
+                    self.finish(row, tokens.tolist())
+            flags.append(self.reported[index])
+        self.progress(generated, sum(self.reported), len(self.batch))
+        return self.torch.tensor(flags, dtype=self.torch.bool, device=input_ids.device)
+
+    def _holds_stop(self, row: _Row, tokens: Any) -> bool:
+        text = self.tokenizer.decode(tokens[-self.window :].tolist(), skip_special_tokens=True)
+        return any(stop in text for stop in row.stop)
 
 
 def _make_sampler(torch: Any, transformers: Any, batch: list[_Row]) -> Any:
@@ -284,27 +407,3 @@ def _make_sampler(torch: Any, transformers: Any, batch: list[_Row]) -> Any:
             return chosen
 
     return PerRowSampler()
-
-
-def _make_stopper(
-    torch: Any, transformers: Any, tokenizer: Any, batch: list[_Row], width: int
-) -> Any:
-    """A stopping criterion that ends each row once its generated text holds a stop sequence,
-    recording how many tokens it had then."""
-    longest = max((len(stop) for row in batch for stop in row.stop), default=0)
-    window = 4 * longest + 4  # a stop of L characters spans at most 4L byte-level tokens
-
-    class StopSequences(transformers.StoppingCriteria):
-        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            generated = input_ids.shape[1] - width
-            flags = []
-            for index, row in enumerate(batch):
-                if row.stopped_at is None and row.stop:
-                    tail = input_ids[index, width:][-window:].tolist()
-                    text = tokenizer.decode(tail, skip_special_tokens=True)
-                    if any(stop in text for stop in row.stop):
-                        row.stopped_at = generated
-                flags.append(row.stopped_at is not None)
-            return torch.tensor(flags, dtype=torch.bool, device=input_ids.device)
-
-    return StopSequences()

@@ -340,7 +340,7 @@ class OpenAIBackend:
             body["messages"] = messages
         else:
             body["prompt"] = request.prompt
-        body["max_tokens"] = sampling.max_tokens
+        body["max_tokens"] = sampling.token_limit
         body["temperature"] = sampling.temperature
         body["top_p"] = sampling.top_p
         body["n"] = n

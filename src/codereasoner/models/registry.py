@@ -11,12 +11,16 @@ constructed, so that torch, transformers or vllm load only for the backend that 
 from __future__ import annotations
 
 import importlib
+import json
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from codereasoner.models.base import Backend, BackendError, ModelSpec, SpecError
+from codereasoner.values import top_level_indexes
 
 __all__ = [
     "BACKENDS",
@@ -24,6 +28,7 @@ __all__ = [
     "BackendType",
     "load_backend",
     "name_at_url",
+    "parse_options",
     "parse_spec",
     "register",
     "spec_help",
@@ -245,5 +250,80 @@ def load_backend(spec: str | ModelSpec, **options: Any) -> Backend:
             f"backends (they take: {allowed})"
         )
     parts = () if backend.bare else (model.name, model.url) if model.url else (model.name,)
-    made: Backend = backend.load()(*parts, **given)
+    made_by = backend.load()
+    _check_option_types(model, made_by, given)
+    made: Backend = made_by(*parts, **given)
     return made
+
+
+def parse_options(text: str) -> dict[str, Any]:
+    """Backend options from ``key=value,key=value`` (as lm-eval's ``--model_args``): each value
+    read as JSON when it is JSON (``8``, ``0.5``, ``true``, ``null``, ``{"a": 1}``), as
+    Python's ``True``/``False``/``None``, else as a string (``dtype=bfloat16``). Commas inside
+    brackets or quotes do not split. SpecError for a part without ``key=``."""
+    options: dict[str, Any] = {}
+    for part in _top_level_split(text):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise SpecError(
+                f"model options {text!r}: {part.strip()!r} is not key=value; expected e.g. "
+                "batch_size=8,dtype=bfloat16"
+            )
+        options[key] = _option_value(value.strip())
+    return options
+
+
+def _top_level_split(text: str) -> list[str]:
+    cuts = [index for index in top_level_indexes(text) if text[index] == ","]
+    parts = [text[a + 1 : b] for a, b in zip([-1, *cuts], [*cuts, len(text)], strict=True)]
+    return [part for part in parts if part.strip()]
+
+
+_PYTHON_WORDS = {"True": True, "False": False, "None": None}
+
+
+def _option_value(text: str) -> Any:
+    if text in _PYTHON_WORDS:
+        return _PYTHON_WORDS[text]
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _check_option_types(
+    model: ModelSpec, made_by: Callable[..., Any], given: dict[str, Any]
+) -> None:
+    """SpecError naming an option whose value is not of the type the backend declares (an
+    option typed ``int`` given ``'eight'``), before the backend is built."""
+    try:
+        hints = typing.get_type_hints(made_by.__init__)
+    except (NameError, TypeError, AttributeError):
+        return
+    for key, value in given.items():
+        expected = hints.get(key)
+        if expected is None or _fits(value, expected):
+            continue
+        shown = getattr(expected, "__name__", None) or str(expected).replace("typing.", "")
+        raise SpecError(f"model {model}: option {key}={value!r}: expected {shown}")
+
+
+def _fits(value: Any, expected: Any) -> bool:
+    if expected is Any:
+        return True
+    choices = typing.get_args(expected) if typing.get_origin(expected) in _UNIONS else (expected,)
+    for choice in choices:
+        origin = typing.get_origin(choice) or choice
+        if choice is type(None) and value is None:
+            return True
+        if origin is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return True
+        if origin is int and isinstance(value, bool):
+            continue
+        if isinstance(origin, type) and isinstance(value, origin):
+            return True
+    return False
+
+
+_UNIONS = (typing.Union, types.UnionType)

@@ -43,7 +43,7 @@ def sampling_params(sampling: Sampling, n: int = 1, seed: int | None = None) -> 
         "n": n,
         "temperature": sampling.temperature,
         "top_p": sampling.top_p,
-        "max_tokens": sampling.max_tokens,
+        "max_tokens": sampling.token_limit,
     }
     if sampling.stop:
         params["stop"] = list(sampling.stop)

@@ -33,6 +33,7 @@ from codereasoner.tasks.core_output import (
 from codereasoner.tasks.oracle import truth_text
 from codereasoner.tasks.plans import verdict
 from codereasoner.trace import ExecutionTrace
+from codereasoner.values import top_level_indexes
 
 PROBE_TASK = "core_probe"
 _HEAD = (
@@ -48,23 +49,6 @@ PROMPTS = {  # project-defined, not a benchmark template
     "between [TRACE] and [/TRACE], write `line: <code>`, `explanation: <what it does>` and "
     "`delta state: <the variables that changed>` for each executed line. " + _ANSWER,
 }
-
-
-def top_level_indexes(text: str) -> list[int]:
-    """Indexes of the characters outside brackets and quotes."""
-    found, depth, quote = [], 0, ""
-    for index, char in enumerate(text):
-        if quote:
-            quote = "" if char == quote and text[index - 1] != "\\" else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif depth == 0:
-            found.append(index)
-    return found
 
 
 def _split(text: str, separators: str) -> list[str]:

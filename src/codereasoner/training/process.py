@@ -55,8 +55,8 @@ from codereasoner import values
 from codereasoner.execution import CallSyntaxError, parse_call
 from codereasoner.tasks import ParseFailure
 from codereasoner.tasks.case_reasoning import last_answer
-from codereasoner.tasks.core_probe import top_level_indexes
 from codereasoner.trace import ExecutionTrace
+from codereasoner.values import top_level_indexes
 
 if TYPE_CHECKING:
     from codereasoner.programs.probes import Probe
