@@ -1,7 +1,9 @@
 """Hugging Face transformers on a local folder or hub name: ``hf:PATH``.
 
-torch and transformers are imported only when the model is loaded. Generation is batched with
-left padding; rows with the same ``max_tokens`` share a batch, sorted by prompt length.
+torch and transformers are imported only when the model is loaded. Generation is batched: rows
+with the same ``max_tokens`` share a batch, sorted by prompt length, and run through
+:func:`codereasoner.models.hf_decode.decode` (a finished row leaves the batch at once; a prompt
+prefix the rows share is computed once and kept for the next batches).
 
 - temperature 0: greedy; one row per request, its text copied to every sample index;
 - temperature > 0: one row per sample, sampled with its own ``torch.Generator`` seeded from
@@ -11,9 +13,9 @@ left padding; rows with the same ``max_tokens`` share a batch, sorted by prompt 
   the first one; ``finish_reason`` is ``stop`` (EOS or a stop sequence) or ``length``. Besides
   the tokenizer's EOS, a chat template's end-of-turn token (``<|im_end|>``, ``<end_of_turn>``,
   ``<|eot_id|>``) ends a row;
-- a request is reported as soon as its rows are finished, not when its batch ends (a batch runs
-  to its longest row), and a watcher (:meth:`HFBackend.watch`) hears where the current batch is
-  (tokens generated, rows finished) at most every half second;
+- a request is reported as soon as its rows are finished, not when its batch ends, and a
+  watcher (:meth:`HFBackend.watch`) hears where the current batch is (tokens generated, rows
+  finished) at most every half second;
 - chat requests use the tokenizer's chat template (generation prompt added) when it has one,
   else the system message and the prompt joined by a blank line;
 - ``PATH`` may also be ``gguf:FILE`` or a packaged model's name (``smollm2-135m``,
@@ -38,6 +40,7 @@ from codereasoner.models.base import (
     Request,
     cut_at_stop,
 )
+from codereasoner.models.hf_decode import DecodeRow, PrefixCache, decode
 from codereasoner.models.packaged import local_model, packaged_names
 
 INSTALL = "pip install 'codereasoner[train]'"
@@ -103,6 +106,7 @@ class HFBackend:
         self._torch: Any = None
         self._transformers: Any = None
         self._watcher: OnProgress | None = None
+        self._prefixes = PrefixCache()
         self.progress_every_s = PROGRESS_EVERY_S  # the watcher hears at most this often
         self._eos: set[int] = set()
 
@@ -116,6 +120,7 @@ class HFBackend:
 
     def close(self) -> None:
         self._model = self._tokenizer = None
+        self._prefixes.clear()
 
     def watch(self, watcher: OnProgress | None) -> None:
         """Hear where the current batch is while :meth:`generate` runs (None: stop)."""
@@ -252,45 +257,32 @@ class HFBackend:
         deliver: Callable[[_Row, list[Completion]], None],
         position: tuple[int, int],
     ) -> None:
-        torch, transformers = self._torch, self._transformers
-        tokenizer = self._tokenizer
+        torch, tokenizer = self._torch, self._tokenizer
         pad = tokenizer.pad_token_id
-        width = max(len(row.ids) for row in batch)
-        input_ids = torch.tensor([[pad] * (width - len(r.ids)) + r.ids for r in batch])
-        mask = torch.tensor([[0] * (width - len(r.ids)) + [1] * len(r.ids) for r in batch])
-        eos = self._eos
-        config = transformers.GenerationConfig(
-            max_new_tokens=max_tokens,
-            do_sample=False,
-            eos_token_id=sorted(eos),
-            pad_token_id=pad,
-        )
-        processors = transformers.LogitsProcessorList()
-        if any(row.temperature > 0 for row in batch):
-            processors.append(_make_sampler(torch, transformers, batch))
+        ends = self._eos | {pad}
         started = time.perf_counter()
 
-        def finish(row: _Row, generated: list[int]) -> None:
+        def finish(index: int, generated: list[int], stopped_at: int | None) -> None:
+            row = batch[index]
+            row.stopped_at = stopped_at
             latency = time.perf_counter() - started
-            deliver(row, self._completions(row, generated, eos | {pad}, max_tokens, latency))
+            deliver(row, self._completions(row, generated, ends, max_tokens, latency))
 
-        watch = _BatchWatch(
-            torch, tokenizer, batch, width, eos, finish, self._progress(position, max_tokens)
-        )
+        rows = [DecodeRow(r.ids, r.temperature, r.top_p, r.seed, r.stop) for r in batch]
         with torch.inference_mode():
-            output = self._model.generate(
-                input_ids=input_ids.to(self.device),
-                attention_mask=mask.to(self.device),
-                generation_config=config,
-                logits_processor=processors,
-                stopping_criteria=transformers.StoppingCriteriaList([watch.criterion()]),
+            decode(
+                torch,
+                self._transformers,
+                self._model,
+                rows,
+                pad=pad,
+                eos=self._eos,
+                max_tokens=max_tokens,
+                decode_tail=lambda ids: tokenizer.decode(ids, skip_special_tokens=True),
+                finish=finish,
+                progress=self._progress(position, max_tokens),
+                prefixes=self._prefixes,
             )
-        for index, (row, generated) in enumerate(
-            zip(batch, output[:, width:].tolist(), strict=True)
-        ):
-            if not watch.reported[index]:
-                finish(row, generated)
-        watch.progress(output.shape[1] - width, len(batch), len(batch))
 
     def _progress(
         self, position: tuple[int, int], max_tokens: int
@@ -328,82 +320,3 @@ class HFBackend:
         return [
             Completion(sample, text, reason, len(row.ids), count, latency) for sample in row.samples
         ]
-
-
-class _BatchWatch:
-    """Called by ``generate`` after every step: finds the rows that just ended (an end id, or a
-    stop sequence in the text's tail), reports each at once, and tells progress."""
-
-    def __init__(
-        self,
-        torch: Any,
-        tokenizer: Any,
-        batch: list[_Row],
-        width: int,
-        eos: set[int],
-        finish: Callable[[_Row, list[int]], None],
-        progress: Callable[[int, int, int], None],
-    ) -> None:
-        self.torch, self.tokenizer, self.batch, self.width = torch, tokenizer, batch, width
-        self.eos, self.finish, self.progress = eos, finish, progress
-        self.reported = [False] * len(batch)
-        longest = max((len(stop) for row in batch for stop in row.stop), default=0)
-        self.window = 4 * longest + 4  # a stop of L characters spans at most 4L byte-level tokens
-
-    def criterion(self) -> Any:
-        from transformers import StoppingCriteria
-
-        watch = self
-
-        class EndOfRows(StoppingCriteria):
-            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-                return watch.step(input_ids)
-
-        return EndOfRows()
-
-    def step(self, input_ids: Any) -> Any:
-        generated = input_ids.shape[1] - self.width
-        flags = []
-        for index, row in enumerate(self.batch):
-            if not self.reported[index]:
-                tokens = input_ids[index, self.width :]
-                if row.stopped_at is None and row.stop and self._holds_stop(row, tokens):
-                    row.stopped_at = generated
-                if row.stopped_at is not None or int(tokens[-1]) in self.eos:
-                    self.reported[index] = True
-                    self.finish(row, tokens.tolist())
-            flags.append(self.reported[index])
-        self.progress(generated, sum(self.reported), len(self.batch))
-        return self.torch.tensor(flags, dtype=self.torch.bool, device=input_ids.device)
-
-    def _holds_stop(self, row: _Row, tokens: Any) -> bool:
-        text = self.tokenizer.decode(tokens[-self.window :].tolist(), skip_special_tokens=True)
-        return any(stop in text for stop in row.stop)
-
-
-def _make_sampler(torch: Any, transformers: Any, batch: list[_Row]) -> Any:
-    """A logits processor that samples each row with its own generator and leaves only the
-    drawn token, so that greedy selection picks it (rows at temperature 0 pass through)."""
-    generators = [torch.Generator().manual_seed(row.seed) for row in batch]
-
-    hot = [index for index, row in enumerate(batch) if row.temperature > 0]
-    temperatures = torch.tensor([[batch[index].temperature] for index in hot])
-
-    class PerRowSampler(transformers.LogitsProcessor):
-        def __call__(self, input_ids: Any, scores: Any) -> Any:
-            # one device-to-host copy per step; the draws happen on the CPU generators
-            logits = scores[hot].float().cpu() / temperatures
-            all_probs = torch.softmax(logits, dim=-1)
-            chosen = scores.clone()
-            for probs, index in zip(all_probs, hot, strict=True):
-                row = batch[index]
-                if row.top_p < 1.0:
-                    ordered, order = torch.sort(probs, descending=True)
-                    outside = torch.cumsum(ordered, dim=-1) - ordered > row.top_p
-                    probs[order[outside]] = 0.0
-                token = torch.multinomial(probs, 1, generator=generators[index]).item()
-                chosen[index].fill_(float("-inf"))
-                chosen[index, token] = 0.0
-            return chosen
-
-    return PerRowSampler()
