@@ -50,6 +50,7 @@ __all__ = [
 GGUF_PREFIX = "gguf:"
 MODELS_FOLDER = "models"
 DONE_FILE = "converted.json"
+FORMAT = 2  # the conversion's version: a folder written by another is converted again
 HEARTBEAT_S = 30.0
 log = logging.getLogger("codereasoner.models.packaged")
 
@@ -160,17 +161,26 @@ def convert_gguf(path: Path) -> Path:
     digest = sha256_file(path)
     root = cache_root() / MODELS_FOLDER
     folder = root / f"gguf-{digest[:16]}"
-    if (folder / DONE_FILE).is_file():
+    if _converted(folder):
         return folder
     try:
         root.mkdir(parents=True, exist_ok=True)
         with _locked(root / f".gguf-{digest[:16]}.lock"):
-            if (folder / DONE_FILE).is_file():  # another process converted it meanwhile
+            if _converted(folder):  # another process converted it meanwhile
                 return folder
             _convert(path, digest, folder)
     except OSError as exc:
         raise BackendError(f"{path}: cannot convert into {folder} ({_one_line(exc)})") from None
     return folder
+
+
+def _converted(folder: Path) -> bool:
+    """Whether ``folder`` holds a whole conversion of this version (an older one is redone)."""
+    try:
+        record = json.loads((folder / DONE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("format") == FORMAT
 
 
 @contextlib.contextmanager
@@ -206,19 +216,23 @@ def _convert(path: Path, digest: str, folder: Path) -> None:
             model = transformers.AutoModelForCausalLM.from_pretrained(
                 str(path.parent), gguf_file=path.name, dtype=torch.float32
             )
-        # a GGUF-loaded model refuses to save while it records its quantizer; the weights are
-        # plain float32 tensors by now
+        # a GGUF-loaded model refuses to save while it records its quantizer, and a folder whose
+        # config still names the GGUF quantization cannot be fine-tuned; the weights are plain
+        # float32 tensors by now
         model.hf_quantizer = None  # type: ignore[assignment]
+        if hasattr(model.config, "quantization_config"):
+            delattr(model.config, "quantization_config")
         model.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
         record = {
+            "format": FORMAT,
             "gguf": str(path),
             "gguf_sha256": digest,
             "transformers": transformers.__version__,
             "seconds": round(time.monotonic() - started, 1),
         }
         write_atomic(staging / DONE_FILE, json.dumps(record, indent=2) + "\n")
-        if folder.exists():  # a conversion killed before its record: started over
+        if folder.exists():  # killed before its record, or an older conversion: replaced
             shutil.rmtree(folder)
         os.replace(staging, folder)
     except (OSError, ValueError, RuntimeError, KeyError) as exc:

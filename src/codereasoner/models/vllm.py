@@ -1,4 +1,5 @@
-"""Offline vLLM (``vllm.LLM``) on a GPU machine: ``vllm:PATH``.
+"""Offline vLLM (``vllm.LLM``) on a GPU machine: ``vllm:PATH`` (a folder, a hub name, ``gguf:FILE``
+or a packaged model's name such as ``smollm2-135m``: :mod:`codereasoner.models.packaged`).
 
 vllm is imported only when the model is loaded. Requests go to ``LLM.generate`` in chunks of
 ``batch_size`` requests (vLLM schedules them itself), so results are reported, and can be
@@ -22,6 +23,7 @@ from codereasoner.models.base import (
     Sampling,
     cut_at_stop,
 )
+from codereasoner.models.packaged import local_model
 
 INSTALL = "pip install 'codereasoner[vllm]' (on a machine with a CUDA GPU)"
 
@@ -124,7 +126,11 @@ class VLLMBackend:
             return
         vllm = _import_vllm()
         try:
-            self._llm = vllm.LLM(**self.engine_options)
+            model = local_model(self.path)  # gguf:FILE and packaged models: a converted folder
+        except BackendError as exc:
+            raise BackendError(f"vllm:{self.path}: {exc}") from None
+        try:
+            self._llm = vllm.LLM(**{**self.engine_options, "model": model})
         except (OSError, ValueError, RuntimeError) as exc:
             reason = " ".join(str(exc).split())[:300]
             raise BackendError(f"vllm:{self.path}: cannot start the engine ({reason})") from None

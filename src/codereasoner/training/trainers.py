@@ -30,6 +30,8 @@ from typing import Any
 
 from codereasoner.execution import SandboxUnavailable
 from codereasoner.files import write_atomic
+from codereasoner.models import BackendError
+from codereasoner.models.packaged import local_model
 from codereasoner.synth.writer import FolderBusy, exclusive
 from codereasoner.training.grpo_rewards import REWARDS, RewardContext, build_rewards
 from codereasoner.training.recipe import Recipe, RecipeError, Stage, first_line
@@ -161,7 +163,7 @@ def build_trainer(
     rows, eval_rows = data if data is not None else read_data(recipe)
     recipe.config.model_init_kwargs = _model_init_kwargs(recipe)
     common: dict[str, Any] = {
-        "model": recipe.model.model_name_or_path,
+        "model": _model_folder(recipe),
         "args": recipe.config,
         "train_dataset": _dataset(rows),
         "eval_dataset": _dataset(eval_rows) if eval_rows else None,
@@ -177,6 +179,16 @@ def build_trainer(
         trainer = GRPOTrainer(reward_funcs=rewards, **common)
         _set_eos_ids(trainer, rewards)
     return _with_progress(trainer)
+
+
+def _model_folder(recipe: Recipe) -> str:
+    """The model to load: a folder or hub name as given; ``gguf:FILE`` and packaged models
+    (``smollm2-135m``) converted once into a cached folder."""
+    name = recipe.model.model_name_or_path
+    try:
+        return local_model(name)
+    except BackendError as exc:
+        raise RecipeError(f"{recipe.source}: model_name_or_path {name}: {exc}") from None
 
 
 def _rewards(recipe: Recipe) -> list[Any]:
