@@ -3,8 +3,19 @@
 #
 # Paper settings: GRPO (algorithm.adv_estimator=grpo), lr 1e-6, 5 samples per prompt, 4096
 # response tokens, 2 epochs; reward 2.0 for a correct <Answer>, else 0.0 (our compute_score).
+# The same algorithm as the TRL recipe (recipes/grpo-qwen2.5-coder-7b.yaml; docs/training.md,
+# "One GRPO algorithm on TRL and verl"): 128 prompts per batch, 4 PPO updates per batch
+# (mini-batches of 32 prompts, one epoch), the per-sequence loss of the paper's Eq. 5
+# (loss_agg_mode=seq-mean-token-mean), clip range 0.2, constant lr.
 # KL: as verl's GRPO examples, a KL loss against the frozen reference (low_var_kl, coefficient
 # 0.001, KL_COEF) and no KL term in the reward. Rollout: vLLM; actor: FSDP.
+#
+# DAPO's dynamic sampling, opt-in (verl 0.9.1's V1 trainer, the default): groups whose 5
+# responses all score the same (always or never solved: no advantage) are dropped and replaced
+# by new prompts until the batch is full:
+#   recipes/verl-grpo.sh algorithm.filter_groups.enable=True algorithm.filter_groups.metric=reward
+# (optionally algorithm.filter_groups.max_inflight_gen_batches=2: batches generated at once).
+# The TRL route filters the prompts once, before training: codereasoner export --pass-rate.
 #
 # Data: parquet from `codereasoner export --format verl` (data_source "codereasoner"):
 #   codereasoner export --from runs/distill-train --format verl --out runs/verl/train.parquet
@@ -60,6 +71,7 @@ MAX_TOKENS_PER_GPU=${MAX_TOKENS_PER_GPU:-24576}
 ROLLOUT_N=5
 LR=1e-6
 EPOCHS=2
+CLIP=0.2
 KL_COEF=${KL_COEF:-0.001}
 ROLLOUT_GPU_UTIL=${ROLLOUT_GPU_UTIL:-0.6}
 ACTOR_OFFLOAD=${ACTOR_OFFLOAD:-False}
@@ -130,7 +142,15 @@ overrides=(
   actor_rollout_ref.model.enable_gradient_checkpointing=True
   actor_rollout_ref.actor.strategy=fsdp
   "actor_rollout_ref.actor.optim.lr=$LR"
+  actor_rollout_ref.actor.optim.lr_scheduler_type=constant
+  actor_rollout_ref.actor.optim.lr_warmup_steps_ratio=0.0
+  actor_rollout_ref.actor.optim.weight_decay=0.01
+  actor_rollout_ref.actor.optim.clip_grad=1.0
   "actor_rollout_ref.actor.ppo_mini_batch_size=$MINI_BATCH"
+  actor_rollout_ref.actor.ppo_epochs=1
+  actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean
+  "actor_rollout_ref.actor.clip_ratio_low=$CLIP"
+  "actor_rollout_ref.actor.clip_ratio_high=$CLIP"
   actor_rollout_ref.actor.use_dynamic_bsz=True
   "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=$MAX_TOKENS_PER_GPU"
   actor_rollout_ref.actor.use_kl_loss=True
@@ -142,6 +162,8 @@ overrides=(
   "actor_rollout_ref.ref.fsdp_config.param_offload=$REF_OFFLOAD"
   actor_rollout_ref.rollout.name=vllm
   "actor_rollout_ref.rollout.n=$ROLLOUT_N"
+  actor_rollout_ref.rollout.temperature=1.0
+  actor_rollout_ref.rollout.top_p=1.0
   "actor_rollout_ref.rollout.tensor_model_parallel_size=$TP"
   "actor_rollout_ref.rollout.gpu_memory_utilization=$ROLLOUT_GPU_UTIL"
   reward.reward_manager.source=importlib

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -90,3 +91,20 @@ def probe_distill(tmp_path_factory: pytest.TempPathFactory) -> ProbeDistill:
         port = server.port
     assert done.exit_code == 0, done.output
     return ProbeDistill(synth, out, wrong, port)
+
+
+@pytest.fixture(scope="session")
+def taught(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The tiny model taught to answer two case prompts right, wrong or too long (see
+    test_grpo_reward.py), and those prompts as trl-grpo rows."""
+    from tests.training.test_grpo_reward import CASE, ROWS, teach
+
+    folder = tmp_path_factory.mktemp("taught")
+    model = teach(tiny_model, folder / "model")
+    rows = [
+        {"prompt": row["prompt"], "direction": row["direction"], "case_id": f"case-{i}", **CASE}
+        for i, row in enumerate(ROWS)
+    ]
+    data = folder / "grpo.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return model, data

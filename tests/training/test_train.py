@@ -203,23 +203,6 @@ def test_sft_with_lora_saves_the_merged_model_and_the_adapter(
     assert AutoModelForCausalLM.from_pretrained(out).num_parameters() > 0
 
 
-@pytest.fixture(scope="module")
-def taught(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """The tiny model taught to answer two case prompts right, wrong or too long (see
-    test_grpo_reward.py), and those prompts as trl-grpo rows."""
-    from tests.training.test_grpo_reward import CASE, ROWS, teach
-
-    folder = tmp_path_factory.mktemp("taught")
-    model = teach(tiny_model, folder / "model")
-    rows = [
-        {"prompt": row["prompt"], "direction": row["direction"], "case_id": f"case-{i}", **CASE}
-        for i, row in enumerate(ROWS)
-    ]
-    data = folder / "grpo.jsonl"
-    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return model, data
-
-
 @pytest.mark.slow
 def test_grpo_logs_rewards_equal_to_an_independent_scoring(
     taught: tuple[Path, Path], tmp_path: Path

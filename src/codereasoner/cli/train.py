@@ -20,8 +20,12 @@ CONFIG_OPTION = typer.Option(
     "--config", "-c", help="The recipe: a YAML file (see recipes/).", show_default=False
 )
 DRY_RUN_OPTION = typer.Option(
-    "--dry-run", help="Parse and check the recipe, print the settings, train nothing."
+    "--dry-run",
+    help="Parse and check the recipe and its data, print the settings, train nothing; what "
+    "needs the training hardware (bf16 support, vLLM, the GPUs) is checked when training starts.",
 )
+# The recipes' batch comments are for the paper's 8 GPUs, one training process each.
+PAPER_PROCESSES = 8
 
 app = typer.Typer(
     help="Train with TRL: SFT on distilled chains, GRPO on the execution-verified reward.",
@@ -33,14 +37,15 @@ def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         from codereasoner.training.recipe import RecipeError, load_recipe
-        from codereasoner.training.trainers import is_main_process, train
+        from codereasoner.training.trainers import is_main_process, read_data, train
     except ImportError as exc:
         fail(f"train needs the train extra ({exc.name or exc}): {INSTALL_TRAIN}")
     from codereasoner.synth.writer import FolderBusy
 
     try:
-        recipe = load_recipe(stage, config, overrides or [])
+        recipe = load_recipe(stage, config, overrides or [], hardware=not dry_run)
         if dry_run:
+            read_data(recipe)  # the rows as training reads them: one error line when bad
             _print_settings(recipe)
             return
         result = train(recipe, log=lambda line: console.print(safe_cell(line), highlight=False))
@@ -66,7 +71,10 @@ def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -
 
 
 def _print_settings(recipe: Any) -> None:
-    """The recipe's settings as the trainer will see them (converted by their fields' types)."""
+    """The recipe's settings as the trainer will see them (converted by their fields' types),
+    GRPO's batches, and what a check without the training hardware left out."""
+    from codereasoner.training.recipe import WITHOUT_HARDWARE, Stage
+
     typer.echo(
         safe_text(f"{recipe.source}: train {recipe.stage.value}, output_dir {recipe.output_dir}")
     )
@@ -74,7 +82,32 @@ def _print_settings(recipe: Any) -> None:
     for key in sorted(recipe.settings):
         owner = next((o for o in owners if hasattr(o, key)), None)
         value = getattr(owner, key) if owner is not None else recipe.settings[key]
+        if key in WITHOUT_HARDWARE and not recipe.hardware_checked:
+            value = recipe.settings[key]  # as written; the check parsed it otherwise
         typer.echo(safe_text(f"  {key}: {value!r}"))
+    if recipe.stage is Stage.GRPO:
+        typer.echo(_grpo_batches(recipe.config))
+    if not recipe.hardware_checked:
+        typer.echo(
+            "checked without the training hardware: bf16 support, vLLM and the GPUs are "
+            "checked when training starts"
+        )
+
+
+def _grpo_batches(config: Any) -> str:
+    """One GRPO batch (a generation) and its optimizer updates, as TRL derived them."""
+    per_process = config.per_device_train_batch_size * config.steps_per_generation
+    per_update = config.per_device_train_batch_size * config.gradient_accumulation_steps
+    updates = (
+        config.steps_per_generation * config.num_iterations // config.gradient_accumulation_steps
+    )
+    prompts = per_process * PAPER_PROCESSES / config.num_generations
+    update_prompts = per_update * PAPER_PROCESSES / config.num_generations
+    return (
+        f"GRPO batch: {per_process} completions per process ({prompts:g} prompts x "
+        f"{config.num_generations} on {PAPER_PROCESSES} processes), {updates} optimizer "
+        f"updates per batch ({update_prompts:g} prompts each on {PAPER_PROCESSES} processes)"
+    )
 
 
 def _stage_command(stage: str, summary: str) -> None:

@@ -44,6 +44,9 @@ __all__ = [
 BASE_KEY = "base"
 ISOLATIONS = ("auto", "bubblewrap", "fallback")
 ENV_KEY = "env"
+# Settings transformers checks against this machine's devices (a bf16 or TF32 GPU). A recipe
+# checked without the hardware it trains on is parsed with these in their place.
+WITHOUT_HARDWARE: dict[str, Any] = {"use_cpu": "true", "tf32": None}
 
 
 class Stage(StrEnum):
@@ -145,6 +148,7 @@ class Recipe:
     config: Any  # trl.SFTConfig or trl.GRPOConfig
     model: Any  # trl.ModelConfig
     settings: Mapping[str, Any]  # the merged file and overrides, as read
+    hardware_checked: bool = True  # False: parsed without its devices (WITHOUT_HARDWARE)
 
     @property
     def output_dir(self) -> Path:
@@ -275,10 +279,15 @@ def _check_env(env: object, where: str) -> dict[str, str]:
     return {str(key): str(value) for key, value in env.items()}
 
 
-def load_recipe(stage: Stage | str, path: Path, overrides: Sequence[str] = ()) -> Recipe:
+def load_recipe(
+    stage: Stage | str, path: Path, overrides: Sequence[str] = (), *, hardware: bool = True
+) -> Recipe:
     """Parse ``path`` (and ``key=value`` overrides) for ``stage``; RecipeError when unusable.
 
     The recipe's ``env`` mapping is applied to ``os.environ`` (as TRL's parser does).
+    ``hardware=False`` checks everything but what needs the devices the recipe trains on
+    (a GPU recipe's bf16 on a CPU machine): :data:`WITHOUT_HARDWARE` stands in for those
+    settings, and the recipe says so (``hardware_checked``).
     """
     stage = Stage(stage)
     types = _dataclass_types(stage)
@@ -299,7 +308,8 @@ def load_recipe(stage: Stage | str, path: Path, overrides: Sequence[str] = ()) -
     def source(key: str) -> str:
         return f"override {key}=" if key in extra else where
 
-    parser.set_defaults_with_config(**_as_arguments(parser, merged, source))
+    parsed = merged if hardware else {**merged, **WITHOUT_HARDWARE}
+    parser.set_defaults_with_config(**_as_arguments(parser, parsed, source))
     try:
         train, config, model = parser.parse_args_into_dataclasses(args=[])
     except RecipeError as exc:
@@ -336,7 +346,7 @@ def load_recipe(stage: Stage | str, path: Path, overrides: Sequence[str] = ()) -
         )
     if env:
         merged[ENV_KEY] = env
-    return Recipe(stage, where, train, config, model, merged)
+    return Recipe(stage, where, train, config, model, merged, hardware_checked=hardware)
 
 
 # transformers 5.24 renamed these (training.md P2); recipes keep the old names, which older
