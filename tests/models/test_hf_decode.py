@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from codereasoner.models import Completion, Request, Sampling
+from codereasoner.models import BackendError, Completion, Request, Sampling, load_backend
 from codereasoner.models.hf import HFBackend
 from codereasoner.models.hf_decode import MIN_PREFIX
 
@@ -108,3 +108,19 @@ def test_finished_rows_leave_the_batch(backend: HFBackend) -> None:
     assert sizes[0] == len(ITEMS)  # the first pass holds every row
     assert min(sizes) < len(ITEMS)  # later passes run without the finished row
     assert sizes == sorted(sizes, reverse=True)
+
+
+def test_threads_sets_torchs_cpu_threads_and_refuses_a_negative_count(tiny_model: Path) -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        backend = HFBackend(str(tiny_model), threads=1)
+        backend.preflight()
+        assert torch.get_num_threads() == 1
+        (completion,) = _generate(backend, ["x"], max_tokens=2)
+        assert completion.completion_tokens == 2
+    finally:
+        torch.set_num_threads(before)
+    with pytest.raises(BackendError, match=r"threads -1: expected 0"):
+        load_backend(f"hf:{tiny_model}", threads=-1)

