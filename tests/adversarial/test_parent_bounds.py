@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from codereasoner.execution import (
+    CallSyntaxError,
     ExecResult,
     Limits,
     Pool,
@@ -454,3 +455,34 @@ def test_trace_of_a_forged_bad_step_is_one_clear_error(tmp_path: Path) -> None:
     no_traceback(done)
     assert done.returncode == 1
     assert "ProtocolViolation" in done.stderr + done.stdout or "honest" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "f(0x" + "f" * 4000 + ")",  # parses as an int, cannot be written in decimal
+        "f(*[0x" + "f" * 4000 + "])",
+        "f(k=0x" + "f" * 4000 + ")",
+        "f(" + "(" * 3000 + "1" + ")" * 3000 + ")",
+        "f(" + "[" * 3000 + "]" * 3000 + ")",
+        "f(1" + ", 1" * 20_000 + ")",
+        "f('é', '\u2028', k='ü')",  # columns count UTF-8 bytes
+    ],
+    ids=[
+        "huge hex",
+        "huge hex starred",
+        "huge hex keyword",
+        "deep parens",
+        "deep list",
+        "wide",
+        "utf8",
+    ],
+)
+def test_any_call_text_parses_or_is_a_call_syntax_error(text: str) -> None:
+    """Model answers reach parse_call in the parent: whatever they hold, the only failure is
+    CallSyntaxError, which every grader turns into a verdict."""
+    try:
+        call = parse_call(text)
+    except CallSyntaxError:
+        return
+    call.wire()  # what parsed goes to the sandbox as it is

@@ -67,6 +67,8 @@ FORWARD = {
     "call": (answer("f(172)"), 0.0),
     "import": (answer("__import__('os').getpid()"), 0.0),
     "lambda": (answer("(lambda: 173)()"), 0.0),
+    "int past the decimal digit limit": (answer("0x" + "f" * 4000), 0.0),
+    "nested past the parser": (answer("[" * 3000 + "]" * 3000), 0.0),
 }
 BACKWARD = {
     "right": (answer("f(172)"), 2.0),
@@ -80,6 +82,8 @@ BACKWARD = {
     "import": (answer("f(__import__('os').getpid())"), 0.0),
     "lambda": (answer("f((lambda: 172)())"), 0.0),
     "plain value": (answer("173"), 0.0),
+    "int past the decimal digit limit": (answer("f(0x" + "f" * 4000 + ")"), 0.0),
+    "nested past the parser": (answer("f(" + "[" * 3000 + "]" * 3000 + ")"), 0.0),
 }
 
 

@@ -99,9 +99,30 @@ def _entry_text(node: ast.expr) -> str:
     )
 
 
-def _literal(node: ast.expr, what: str) -> Any:
+class _Source:
+    """Slices of the call's text by a node's position (ast's columns count UTF-8 bytes), in
+    constant time per node: ast.get_source_segment splits the whole text at every call."""
+
+    def __init__(self, text: str) -> None:
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.line_starts = [0]
+        for line in self.data.splitlines(keepends=True):
+            self.line_starts.append(self.line_starts[-1] + len(line))
+
+    def segment(self, node: ast.expr) -> str:
+        if node.end_lineno is None or node.end_col_offset is None:
+            raise CallSyntaxError("an argument has no position in the call's text")
+        start = self.line_starts[node.lineno - 1] + node.col_offset
+        end = self.line_starts[node.end_lineno - 1] + node.end_col_offset
+        return self.data[start:end].decode("utf-8", "surrogatepass")
+
+
+def _literal(source: _Source, node: ast.expr, what: str) -> Any:
+    # the argument's own text, not ast.unparse's: unparsing writes every int in decimal, which
+    # fails beyond Python's digit limit for a literal the answer wrote in hexadecimal
+    text = source.segment(node)
     try:
-        return values.parse(ast.unparse(node))
+        return values.parse(text)
     except values.ValueParseError as exc:
         raise CallSyntaxError(f"{what} is not a literal value: {exc}") from None
 
@@ -110,30 +131,40 @@ def parse_call(text: str, *, max_chars: int = 1_000_000) -> Call:
     """Parse ``f(1, 'a', k=None)`` into a :class:`Call`; arguments must be literals."""
     if len(text) > max_chars:
         raise CallSyntaxError(f"call text is longer than {max_chars} characters")
+    stripped = text.strip()
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError) as exc:
-        raise CallSyntaxError(f"not a Python call expression: {exc}") from None
+        tree = ast.parse(stripped, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        reason = " ".join(str(exc).split())[:200]
+        raise CallSyntaxError(f"not a Python call expression: {reason}") from None
     node = tree.body
     if not isinstance(node, ast.Call):
         raise CallSyntaxError(f"expected a call such as f(1, 'a'), got {text.strip()[:60]!r}")
     entry = _entry_text(node.func)
+    source = _Source(stripped)
     args: list[Any] = []
     for position, arg in enumerate(node.args, start=1):
         if isinstance(arg, ast.Starred):
-            unpacked = _literal(arg.value, f"starred argument {position}")
+            unpacked = _literal(source, arg.value, f"starred argument {position}")
             if not isinstance(unpacked, list | tuple):
                 raise CallSyntaxError(f"starred argument {position} must be a list or tuple")
             args.extend(unpacked)
         else:
-            args.append(_literal(arg, f"argument {position}"))
+            args.append(_literal(source, arg, f"argument {position}"))
     kwargs: dict[str, Any] = {}
     for keyword in node.keywords:
         if keyword.arg is None:
-            unpacked = _literal(keyword.value, "** argument")
+            unpacked = _literal(source, keyword.value, "** argument")
             if not isinstance(unpacked, dict) or not all(isinstance(k, str) for k in unpacked):
                 raise CallSyntaxError("** argument must be a dict with string keys")
             kwargs.update(unpacked)
         else:
-            kwargs[keyword.arg] = _literal(keyword.value, f"keyword argument {keyword.arg!r}")
-    return Call(entry, tuple(args), kwargs)
+            kwargs[keyword.arg] = _literal(
+                source, keyword.value, f"keyword argument {keyword.arg!r}"
+            )
+    call = Call(entry, tuple(args), kwargs)
+    try:  # what parses must also go to the sandbox (an int past the decimal digit limit cannot)
+        call.wire()
+    except ValueError as exc:
+        raise CallSyntaxError(f"the call's arguments cannot be rendered: {exc}") from None
+    return call
