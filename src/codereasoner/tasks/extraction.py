@@ -37,9 +37,17 @@ _WORDS = frozenset({"True", "False", "None", "true", "false", "null", "inf", "na
 # A block's content holds no opening tag: an ``<Answer>`` quoted in the reasoning (a string
 # method replacing the tag, say) does not swallow the text up to the real block.
 _ANSWER_TAG = re.compile(r"<answer>((?:(?!<answer>).)*?)(</answer>|\Z)", re.IGNORECASE | re.DOTALL)
-_ANSWER_LINE = re.compile(
-    r"^\W*(?:final\s+)?(?:answer|output)\W*?[:=][\s*`]*(.+?)[\s*`]*$", re.IGNORECASE
-)
+# Matched on a line whose trailing spaces, stars and backticks are stripped first (a lazy group
+# before them backtracked quadratically over a long run of spaces).
+_ANSWER_LINE = re.compile(r"^\W*(?:final\s+)?(?:answer|output)\W*?[:=][\s*`]*(.+)$", re.IGNORECASE)
+
+
+def _without_tail(line: str) -> str:
+    """``line`` without its trailing whitespace (``\\s``, as str.isspace), stars and backticks."""
+    end = len(line)
+    while end and (line[end - 1].isspace() or line[end - 1] in "*`"):
+        end -= 1
+    return line[:end]
 
 
 def between(text: str, marker: str) -> str:
@@ -273,7 +281,7 @@ def robust_value(text: str, *, last: bool = False) -> str | None:
             return hit[1]
     for block in _ordered(answer_blocks(text), last):
         lines = [line for line in block.split("\n") if line.strip()]
-        labelled = [m.group(1) for line in lines if (m := _ANSWER_LINE.match(line))]
+        labelled = [m.group(1) for line in lines if (m := _ANSWER_LINE.match(_without_tail(line)))]
         for line in _ordered(labelled, True) + _ordered(lines, last)[:1]:
             value = _expression_prefix(line.split("==", 1)[1] if "==" in line else line)
             if value is not None:

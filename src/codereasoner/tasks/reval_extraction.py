@@ -32,8 +32,11 @@ COT_END = "[/THOUGHT]"
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 _YES_NO = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
 _LINE_PREFIX = re.compile(r"^(?:line\s*)?(\d+)\s*(?:\t|[:.)|]\s*|\s+(?=\S))", re.IGNORECASE)
-_TYPE = re.compile(r"\s*`*\s*(<class '[\w.]+'>|[A-Za-z_][\w.]*(?:\[[^;]*\])?)")
-_NIL = re.compile(r"\W*\[?\s*nil\s*\]?\W*", re.IGNORECASE)
+# Both are matched after the text around them is stripped by str methods: a pattern that began
+# with optional whitespace (or non-word characters) before more of it backtracked quadratically
+# over a long run of spaces.
+_TYPE = re.compile(r"(<class '[\w.]+'>|[A-Za-z_][\w.]*(?:\[[^;]*\])?)")
+_WORD_SPAN = re.compile(r"\w(?:.*\w)?", re.DOTALL)
 _TRUNCATED_CLOSE = re.compile(r"\[/ANSWER(?!\])")
 _MAX_LINES = 200
 
@@ -117,6 +120,12 @@ def path_robust(text: str, code: str) -> str | None:
     return next((candidate for candidate in candidates if candidate in stripped), answer)
 
 
+def _is_nil(line: str) -> bool:
+    """``nil`` alone between non-word characters (``[Nil]``, ``**nil**.``)."""
+    words = _WORD_SPAN.search(line)
+    return words is not None and words.group().lower() == "nil"
+
+
 def state_robust(text: str) -> str | None:
     """``Nil`` or ``value; type`` from the first answer line that has one."""
     block = robust_block(text.translate(_QUOTES))
@@ -124,11 +133,11 @@ def state_robust(text: str) -> str | None:
         line = raw.strip().strip("`").strip()
         if not line:
             continue
-        if _NIL.fullmatch(line):
+        if _is_nil(line):
             return "Nil"
         if ";" in line:
             value, _, rest = line.rpartition(";")
-            kind = _TYPE.match(rest)
+            kind = _TYPE.match(rest.lstrip().lstrip("`").lstrip())
             if kind is not None:
                 value = value.strip().strip("`").strip()
                 return f"{'None' if value == 'null' else value}; {kind.group(1)}"

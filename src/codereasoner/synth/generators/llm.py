@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from codereasoner.execution import CallSyntaxError, parse_call
 from codereasoner.models.base import Backend, Completion, Request, Sampling
+from codereasoner.models.thinking import visible_text
 from codereasoner.synth.case import Candidate, Constraints, Drop
 
 if TYPE_CHECKING:
@@ -53,7 +54,6 @@ PARSE_REASONS = (
 MAX_DEPTH = 3
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _CALL_TAG = re.compile(r"^[ \t]*\[CALL\][ \t]*(.+?)[ \t]*(?:\[/CALL\])?[ \t]*$", re.MULTILINE)
 _CALL_COMMENT = re.compile(r"^[ \t]*#[ \t]*call:[ \t]*(.+?)[ \t]*$", re.MULTILINE | re.IGNORECASE)
 _ASSERT = re.compile(r"^[ \t]*assert[ \t]+(.+?)[ \t]*==[ \t]*\?\?[ \t]*$", re.MULTILINE)
@@ -138,7 +138,7 @@ class ReplyError(ValueError):
 
 def parse_reply(text: str) -> ParsedReply:
     """The function and call in a teacher reply, or :class:`ReplyError` (see the module doc)."""
-    body = _THINK.sub("", text).strip()
+    body = visible_text(text)  # one linear pass; a lazy <think>.*?</think> was quadratic
     if not body:
         raise ReplyError("empty_reply", "the reply is empty")
     blocks = _FENCE.findall(body)
