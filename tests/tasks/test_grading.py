@@ -74,14 +74,11 @@ def test_reasons_explain_each_verdict(pool: Pool) -> None:
     assert reason("sample_0", "(2, 6)") is Reason.WRONG
     assert reason("sample_0", "[2, 6") is Reason.SYNTAX_ERROR
     assert reason("sample_0", "f([1, 2, 3])") is Reason.COPIED
-    for spelt in (
-        "f ([1, 2, 3])",
-        "(f)([1,2,3])",
-        "f([1, 2, 3],)",
-        "f(\n[1, 2, 3])",
-        "0 or f([1,2,3])",
-    ):
-        assert reason("sample_0", spelt) is Reason.COPIED, spelt  # the same call, spelt otherwise
+    for spelt in ("f ([1, 2, 3])", "(f)([1,2,3])", "f([1, 2, 3],)"):
+        # the question's call spelt otherwise: upstream's substring rule misses it and its
+        # assertion passes (official mode keeps that parity); strict grading takes literals only
+        assert reason("sample_0", spelt) is Reason.CORRECT, spelt
+        assert reason("sample_0", spelt, "strict") is Reason.NOT_LITERAL, spelt
     assert reason("sample_0", "2, 6") is Reason.WRONG  # `6` is the message, dropped: 2 != [2, 6]
     assert reason("sample_0", "[2, 6], 'message'") is Reason.CORRECT
     assert reason("sample_0", "[2, 6] or True") is Reason.UNSUPPORTED_ASSERTION

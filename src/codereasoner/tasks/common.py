@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import ast
 import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -69,25 +68,6 @@ def robust_answer(
     if block is None:
         return ParseFailure(NO_ANSWER_TAG, text)
     return found_or_failure(read(block), missing, text, empty_ok=empty_ok)
-
-
-MAX_COPY_CHECK_CHARS = 100_000
-
-
-def holds_call(text: str, call: str) -> bool:
-    """Whether the answer's syntax tree holds the question's own call ``call`` however it is
-    spaced, bracketed or spelt (``f (x)``, ``(f)(x)``, ``f(x,)``). Text that does not parse as
-    an expression holds nothing; it fails the official assertion by itself."""
-    if len(text) > MAX_COPY_CHECK_CHARS:
-        return False
-    try:
-        wanted = ast.dump(ast.parse(call.strip(), mode="eval").body)
-        tree = ast.parse(text.strip(), mode="eval")
-        return any(
-            isinstance(node, ast.Call) and ast.dump(node) == wanted for node in ast.walk(tree)
-        )
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
 
 
 def anti_copy_grader(

@@ -23,7 +23,6 @@ from codereasoner.tasks.common import (
     Grade,
     PlannedTask,
     anti_copy_grader,
-    holds_call,
     robust_answer,
 )
 from codereasoner.tasks.grading import strict_value
@@ -84,11 +83,8 @@ class OutputPrediction(PlannedTask):
 
     def grader(self, item: Item, grading: Grading) -> Grade:
         official = grading is Grading.OFFICIAL
-        # upstream's rule is the substring; the same call spelt otherwise is a copy too
+        # upstream's rule, the substring, as upstream: the same call spelt otherwise (f (x))
+        # passes the official assertion there too; strict grading takes literals only
         return anti_copy_grader(
-            item,
-            official,
-            strict_value,
-            lambda text: item.call in text or holds_call(text, item.call),
-            call_entry=False,
+            item, official, strict_value, lambda text: item.call in text, call_entry=False
         )
