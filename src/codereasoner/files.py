@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "CACHE_ENV",
     "cache_root",
     "fsync_path",
+    "parse_json",
     "replacing",
     "sha256_file",
     "umask",
@@ -85,3 +88,13 @@ def sha256_file(path: Path) -> str:
         while block := handle.read(_BLOCK):
             digest.update(block)
     return digest.hexdigest()
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads`` whose every failure on bad input is a ValueError: nesting deeper than the
+    interpreter's recursion limit raises RecursionError there, which an ``except ValueError``
+    around a read of untrusted JSON (a data file, a server's reply, a stored record) misses."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 from codereasoner.files import CACHE_ENV as CACHE_ENV  # where the cache is: read by users
-from codereasoner.files import cache_root, replacing, sha256_file
+from codereasoner.files import cache_root, parse_json, replacing, sha256_file
 
 MANIFEST = "manifest.json"
 TIMEOUT_S = 60.0
@@ -152,7 +152,7 @@ class FileStatus:
 def read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / MANIFEST
     try:
-        data = json.loads(path.read_text())
+        data = parse_json(path.read_text())
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:

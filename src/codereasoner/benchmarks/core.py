@@ -34,6 +34,7 @@ from codereasoner.benchmarks.cache import LOCAL, DataUnavailable, Source
 from codereasoner.benchmarks.spec import Benchmark, Metrics
 from codereasoner.execution import CallSyntaxError
 from codereasoner.execution.call import check_entry
+from codereasoner.files import parse_json
 from codereasoner.tasks import Extraction, Item
 from codereasoner.tasks.core_output import OUTPUT_TASK, PREAMBLE, program
 from codereasoner.tasks.core_probe import PROBE_TASK
@@ -117,7 +118,7 @@ def read_records(path: Path, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise DataUnavailable(f"{path}: cannot read ({exc})") from None
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise DataUnavailable(
@@ -146,7 +147,7 @@ def _json_lines(path: Path, text: str) -> list[Any]:
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
+                rows.append(parse_json(line))
             except ValueError as exc:
                 raise DataUnavailable(f"{path}:{number}: invalid JSON ({exc})") from None
     return rows
@@ -177,7 +178,7 @@ def dimensions(complexity_type: str | None) -> tuple[str, ...]:
 
 def _arguments(where: str, text: str, field: str) -> None:
     try:
-        json.loads(f"[{text}]")
+        parse_json(f"[{text}]")
     except ValueError:
         try:
             values.parse(f"[{text}]")
@@ -191,7 +192,7 @@ def _gold_output(where: str, value: object) -> tuple[str, str]:
     """The output as text and its format (JSON first, as upstream, then a Python literal)."""
     text = value if isinstance(value, str) else json.dumps(value)
     try:
-        json.loads(text)
+        parse_json(text)
         return text, "json"
     except ValueError:
         pass

@@ -56,7 +56,7 @@ from codereasoner.execution import (
     TraceOptions,
     parse_call,
 )
-from codereasoner.files import write_atomic
+from codereasoner.files import parse_json, write_atomic
 from codereasoner.models.base import Backend
 from codereasoner.programs.equivalence import cyclomatic_complexity, mutated_calls
 from codereasoner.programs.llm_rewrite import llm_candidates
@@ -656,7 +656,7 @@ def source_digest(source: SourceProblems) -> str:
 def check_out(out: Path, settings: BuildSettings) -> None:
     """OutputError or SettingsChanged when ``out`` cannot take this build (checked before any
     work, the programs read excepted; nothing is written)."""
-    _Store.check(out, json.loads(json.dumps(settings.fixed())), ignore=(SOURCE_DIGEST,))
+    _Store.check(out, parse_json(json.dumps(settings.fixed())), ignore=(SOURCE_DIGEST,))
 
 
 class _Store:
@@ -666,7 +666,7 @@ class _Store:
     def __init__(self, out: Path, settings: Mapping[str, Any]) -> None:
         self.out = out
         self.path = out / PROBLEMS_FILE
-        self.settings = json.loads(json.dumps(dict(settings)))
+        self.settings = parse_json(json.dumps(dict(settings)))
         if not self.check(out, self.settings):
             write_atomic(
                 out / SETTINGS_FILE,
@@ -689,7 +689,7 @@ class _Store:
                 )
             return False
         try:
-            stored = json.loads(saved.read_text(encoding="utf-8"))["settings"]
+            stored = parse_json(saved.read_text(encoding="utf-8"))["settings"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise OutputError(f"{saved}: unreadable build settings ({exc})") from None
         changed = settings_changes(stored, settings, ignore)
@@ -708,7 +708,7 @@ class _Store:
             if not line.endswith(b"\n"):
                 break
             try:
-                record = json.loads(line)
+                record = parse_json(line)
             except ValueError:
                 break
             found[str(record["problem"])] = record

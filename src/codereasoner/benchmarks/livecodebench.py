@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from codereasoner.benchmarks.cache import DataUnavailable, hub_source
 from codereasoner.benchmarks.records import read_jsonl, unique_ids
 from codereasoner.benchmarks.spec import Benchmark, Stops
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
+from codereasoner.files import parse_json
 from codereasoner.tasks import Item
 
 COMMIT = "28fef95ea8c9f7a547c8329f2cd3d32b92c1fa24"
@@ -169,7 +169,7 @@ def function_name(path: Path, row: dict[str, Any]) -> str:
 def _first_test(path: Path, row: dict[str, Any]) -> dict[str, str]:
     where = f"{path}:{row['_line']}"
     try:
-        tests = json.loads(row["test"])
+        tests = parse_json(row["test"])
     except ValueError as exc:
         raise DataUnavailable(f"{where}: field 'test' is not a JSON string ({exc})") from None
     if not isinstance(tests, list) or not tests or not isinstance(tests[0], dict):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from codereasoner.benchmarks.cache import DataUnavailable
+from codereasoner.files import parse_json
 
 
 def read_jsonl(path: Path, fields: Mapping[str, type | tuple[type, ...]]) -> list[dict[str, Any]]:
@@ -21,7 +21,7 @@ def read_jsonl(path: Path, fields: Mapping[str, type | tuple[type, ...]]) -> lis
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = parse_json(line)
         except ValueError as exc:
             raise DataUnavailable(f"{path}:{number}: invalid JSON ({exc})") from None
         if not isinstance(record, dict):

@@ -35,7 +35,7 @@ from codereasoner.execution import (
     plan_isolation,
     sandboxed,
 )
-from codereasoner.files import write_atomic
+from codereasoner.files import parse_json, write_atomic
 from codereasoner.tasks import Extraction, Item
 
 __all__ = [
@@ -237,7 +237,7 @@ def ground_truth(
 
 def _read_cache(path: Path) -> dict[str, PairTruth] | None:
     try:
-        data = json.loads(path.read_text())
+        data = parse_json(path.read_text())
         return {key: PairTruth.from_json(value) for key, value in data["pairs"].items()}
     except (OSError, ValueError, KeyError, TypeError):
         return None

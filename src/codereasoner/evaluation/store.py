@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codereasoner.files import parse_json
 from codereasoner.models.base import Completion, model_identity
 from codereasoner.tasks import Reason, Score
 
@@ -182,7 +183,7 @@ class RunStore:
         if not rows:
             return None
         model, config, status, message, created, updated = rows[0]
-        return RunRow(model, json.loads(config), status, message, created, updated)
+        return RunRow(model, parse_json(config), status, message, created, updated)
 
     def start_run(self, model: str, config: Mapping[str, Any]) -> None:
         """Create the run row, or update its config and mark it running again. ``model``: a
@@ -357,7 +358,7 @@ class RunStore:
 
     def results(self) -> dict[str, dict[str, Any]]:
         rows = self._read("SELECT benchmark, report FROM results ORDER BY benchmark")
-        return {benchmark: json.loads(report) for benchmark, report in rows}
+        return {benchmark: parse_json(report) for benchmark, report in rows}
 
     def drop_results(self) -> None:
         """Forget every stored report (they are derived; the next run recomputes them)."""

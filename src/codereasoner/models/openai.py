@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from codereasoner.files import parse_json
 from codereasoner.models.base import (
     BackendError,
     BackendUnavailable,
@@ -87,7 +88,7 @@ def _one_line(text: str, limit: int = 300) -> str:
 def _error_message(raw: bytes) -> str:
     """The ``error.message`` of an OpenAI-style error body, else the body itself."""
     try:
-        body = json.loads(raw)
+        body = parse_json(raw)
     except ValueError:
         return _one_line(raw.decode("utf-8", "replace")) or "(empty body)"
     error = body.get("error") if isinstance(body, dict) else None
@@ -249,7 +250,7 @@ class OpenAIBackend:
     @staticmethod
     def _served_models(raw: bytes) -> set[str] | None:
         try:
-            data = json.loads(raw).get("data")
+            data = parse_json(raw).get("data")
             return {str(entry["id"]) for entry in data}
         except (ValueError, AttributeError, KeyError, TypeError):
             return None
@@ -412,7 +413,7 @@ class OpenAIBackend:
                     status = response.status
                     raw = await response.read()
                     if status == 200:
-                        reply: dict[str, Any] = json.loads(raw)
+                        reply: dict[str, Any] = parse_json(raw)
                         self._note_success()
                         return reply
                     wait = _retry_after(response.headers.get("Retry-After"))

@@ -51,6 +51,7 @@ from typing import Any
 
 from aiohttp import web
 
+from codereasoner.files import parse_json
 from codereasoner.models.base import cut_at_stop, prompt_hash
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -137,7 +138,7 @@ class Recorded:
 
 def _record(where: str, line: str, seen: dict[str, dict[int, str]]) -> tuple[str, int, str]:
     try:
-        record = json.loads(line)
+        record = parse_json(line)
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"{where}: invalid JSON ({exc})") from None
     if not isinstance(record, dict):
@@ -305,7 +306,7 @@ class ReplayApp:
         if (denied := self._unauthorized(request)) is not None:
             return denied
         try:
-            params = json.loads(await request.read())
+            params = parse_json(await request.read())
         except ValueError:
             return self._error(400, "request body is not JSON", "invalid_request_error")
         if params.get("model") != self.model:
@@ -537,7 +538,7 @@ class ReplayProcess:
 
     def stats(self) -> dict[str, int]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/replay/stats") as response:
-            return json.loads(response.read())
+            return parse_json(response.read())
 
     def reset(self) -> None:
         request = urllib.request.Request(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codereasoner.files import replacing, write_atomic
+from codereasoner.files import parse_json, replacing, write_atomic
 
 STAGES = ("parse", "static", "dedup", "decontam", "execution", "determinism", "mutation")
 
@@ -46,7 +46,7 @@ def _read(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
-                yield json.loads(line)
+                yield parse_json(line)
 
 
 def _stats(numbers: list[int]) -> dict[str, Any]:

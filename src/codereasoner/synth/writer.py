@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from codereasoner.files import write_atomic
+from codereasoner.files import parse_json, write_atomic
 
 DATA_FILES = ("cases.jsonl", "dropped.jsonl", "audit.jsonl", "generations.jsonl")
 # created even when empty (generations.jsonl only exists for runs whose source logs replies)
@@ -101,7 +101,7 @@ class RunWriter:
 
     def __init__(self, out_dir: Path, settings: Mapping[str, Any]) -> None:
         self.dir = out_dir
-        self.settings = json.loads(json.dumps(dict(settings)))  # as it reads back from JSON
+        self.settings = parse_json(json.dumps(dict(settings)))  # as it reads back from JSON
         self.done = 0
         self.complete = False
         self.sizes = dict.fromkeys(DATA_FILES, 0)
@@ -134,7 +134,7 @@ class RunWriter:
 
     def _resume(self) -> None:
         try:
-            state = json.loads(self.state_path.read_text(encoding="utf-8"))
+            state = parse_json(self.state_path.read_text(encoding="utf-8"))
             stored, done, sizes = state["settings"], int(state["done"]), state["sizes"]
             complete = bool(state.get("complete", False))
             extra = dict(state.get("extra", {}))

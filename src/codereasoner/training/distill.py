@@ -36,7 +36,7 @@ from codereasoner.benchmarks.cases import CASES, cases_folder
 from codereasoner.evaluation.runner import Events, RunError, Runner, RunSettings
 from codereasoner.evaluation.store import RunStore, StoredCompletion
 from codereasoner.execution import Executor, SandboxUnavailable, open_executor
-from codereasoner.files import write_atomic
+from codereasoner.files import parse_json, write_atomic
 from codereasoner.models.base import Backend, Sampling
 from codereasoner.models.thinking import WithoutThinking, visible_text
 from codereasoner.synth.writer import FolderBusy, exclusive
@@ -195,7 +195,7 @@ class Distiller:
         if not path.exists():
             return
         try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
+            stored = parse_json(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise RunError(f"{path}: unreadable ({exc}); choose another --out") from None
         for key, value in self.settings.fixed().items():

@@ -38,7 +38,7 @@ from typing import Any
 
 from codereasoner.benchmarks.cases import DIRECTIONS as TASKS
 from codereasoner.benchmarks.cases import PROBE
-from codereasoner.files import fsync_path, replacing, umask
+from codereasoner.files import fsync_path, parse_json, replacing, umask
 from codereasoner.training.process import ProbedValue, probes_column
 
 DISTILLED = "distilled.jsonl"
@@ -116,6 +116,7 @@ class ExportSummary:
     unverified_skipped: int
     other_directions: int  # records left out by the direction filter
     files: tuple[Path, ...] = field(default=())
+    selected: str | None = None  # what a RecordFilter left out, as a clause of the line
 
     @property
     def total(self) -> int:
@@ -131,6 +132,8 @@ class ExportSummary:
             text += "; unverified kept (RL needs prompts, not chains)"
         if self.other_directions:
             text += f"; {self.other_directions} records of other directions left out"
+        if self.selected:
+            text += f"; {self.selected}"
         return text
 
 
@@ -270,7 +273,7 @@ def read_distilled(source: Path) -> list[DistilledRecord]:
         except UnicodeDecodeError:
             raise ExportError(f"{where}: expected UTF-8 text") from None
         try:
-            obj = json.loads(text)
+            obj = parse_json(text)
         except json.JSONDecodeError as exc:
             raise ExportError(
                 f"{where}: not valid JSON ({exc.msg} at column {exc.colno})"
@@ -361,6 +364,9 @@ def _verl_row(record: DistilledRecord, index: int, split: str) -> dict[str, Any]
 
 
 RowBuilder = Callable[[DistilledRecord, int, str], dict[str, Any]]
+# Chooses among the records of the exported directions: those kept, in order, and a clause on
+# what it left out (e.g. training.pass_rate.PassRateFilter).
+RecordFilter = Callable[[Sequence[DistilledRecord]], tuple[list[DistilledRecord], str]]
 BUILDERS: dict[str, RowBuilder] = {
     "trl-sft": _sft_row,
     "trl-grpo": _grpo_row,
@@ -547,8 +553,10 @@ def export(
     directions: Iterable[str] = DIRECTIONS,
     force: bool = False,
     split: str = "train",
+    select: RecordFilter | None = None,
 ) -> ExportSummary:
-    """Read ``source/distilled.jsonl`` and write ``fmt`` at ``out``; see the module docstring."""
+    """Read ``source/distilled.jsonl`` and write ``fmt`` at ``out``; see the module docstring.
+    ``select`` chooses among the records of ``directions`` (the others are not exported)."""
     if fmt not in BUILDERS:
         raise ExportError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     wanted = tuple(directions)
@@ -557,14 +565,20 @@ def export(
     locate_distilled(source)
     check_output(out, fmt, force)
     records = read_distilled(source)
+    selected = None
+    if select is not None:
+        chosen, selected = select([record for record in records if record.direction in wanted])
+        kept = {record.id for record in chosen}
+        records = [r for r in records if r.direction not in wanted or r.id in kept]
     rows, counts, skipped, other = build_rows(records, fmt, wanted, split)
     if not rows:
         which = "verified records" if fmt in VERIFIED_ONLY else "records"
+        reason = f"; {selected}" if selected else ""
         raise ExportError(
-            f"{source}: nothing to export (no {which} of direction {', '.join(wanted)})"
+            f"{source}: nothing to export (no {which} of direction {', '.join(wanted)}{reason})"
         )
     try:
         files = write_export(out, fmt, rows)
     except OSError as exc:
         raise ExportError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
-    return ExportSummary(fmt, out, counts, skipped, other, files)
+    return ExportSummary(fmt, out, counts, skipped, other, files, selected)

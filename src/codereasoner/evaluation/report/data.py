@@ -30,6 +30,7 @@ from codereasoner.evaluation.reports import (
 )
 from codereasoner.evaluation.runner import ORACLE
 from codereasoner.evaluation.store import connect, store_path
+from codereasoner.files import parse_json
 from codereasoner.models.base import Sampling
 from codereasoner.tasks import Item, Reason, Score
 
@@ -224,7 +225,7 @@ def _read(connection: sqlite3.Connection, path: Path, where: Path, examples: int
 
 def _json(text: str, what: str) -> Any:
     try:
-        return json.loads(text)
+        return parse_json(text)
     except (TypeError, json.JSONDecodeError) as exc:
         raise ReportDataError(f"{what}: not valid JSON ({exc})") from None
 
@@ -270,7 +271,7 @@ def _verdicts(
     items = {}
     for item_id, task, truth, metadata in connection.execute(_ITEMS, (benchmark,)):
         try:
-            meta = json.loads(metadata)
+            meta = parse_json(metadata)
         except (TypeError, json.JSONDecodeError):
             meta = {}
         items[str(item_id)] = Item(
