@@ -4,10 +4,12 @@ real ``distill`` run that keeps the right chains and rejects the scripted wrong 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from dataclasses import replace
 from pathlib import Path
@@ -184,6 +186,10 @@ def test_the_command_serves_until_sigterm_and_refuses_bad_input(
         (("--cases", str(tmp_path / "none")), ("none/cases.jsonl", "cannot read")),
         (("--cases", str(tmp_path)), ("cases.jsonl:1", "missing field")),
         (("--cases", str(synth_dir), "--wrong", "2"), ("--wrong 2",)),
+        (
+            ("--cases", str(synth_dir), "--api-key-env", "CODEREASONER_NO_SUCH_VARIABLE"),
+            ("--api-key-env CODEREASONER_NO_SUCH_VARIABLE", "unset"),
+        ),
     ):
         done = serve(*args, "--port", "0")
         stdout, stderr = done.communicate(timeout=60)
@@ -191,3 +197,30 @@ def test_the_command_serves_until_sigterm_and_refuses_bad_input(
         lines = stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("error:"), stderr
         assert all(word in lines[0] for word in words), lines[0]
+
+
+def test_the_ground_truth_is_served_only_with_the_key(synth_dir: Path) -> None:
+    env = {**os.environ, "TEACHER_KEY": "s3cret"}
+    cmd = [sys.executable, "-m", "codereasoner.training.replay_teacher"]
+    cmd += ["--cases", str(synth_dir), "--port", "0", "--api-key-env", "TEACHER_KEY"]
+    process = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert process.stdout is not None
+        url = re.search(r"(http://\S+/v1)", process.stdout.readline())
+        assert url is not None
+        body = json.dumps({"model": "teacher", "prompt": "x"}).encode()
+        anonymous = urllib.request.Request(f"{url.group(1)}/completions", data=body)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(anonymous, timeout=30)
+        assert refused.value.code == 401
+        keyed = urllib.request.Request(
+            f"{url.group(1)}/completions", data=body, headers={"Authorization": "Bearer s3cret"}
+        )
+        with urllib.request.urlopen(keyed, timeout=30) as response:
+            assert response.status == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        process.communicate()

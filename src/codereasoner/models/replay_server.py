@@ -160,6 +160,43 @@ def _record(where: str, line: str, seen: dict[str, dict[int, str]]) -> tuple[str
     return key, sample, text
 
 
+MAX_CHOICES = 128  # OpenAI's own bound on n
+MAX_STOPS = 16
+MAX_REQUEST_TOKENS = 1_000_000
+
+
+def _is_int(value: object, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+def _invalid_params(params: object, chat: bool) -> str | None:
+    """What is wrong with a request body's fields, or None: every field the server reads is
+    checked for type and bounds before any work (one request must not stop the server)."""
+    if not isinstance(params, dict):
+        return "request body: expected a JSON object"
+    n = params.get("n")
+    if n is not None and not _is_int(n, 1, MAX_CHOICES):
+        return f"n: expected an integer from 1 to {MAX_CHOICES}"
+    tokens = params.get("max_tokens")
+    if tokens is not None and not _is_int(tokens, 0, MAX_REQUEST_TOKENS):
+        return f"max_tokens: expected an integer from 0 to {MAX_REQUEST_TOKENS}"
+    stop = params.get("stop")
+    stops = [stop] if isinstance(stop, str) else stop
+    if stops is not None and (
+        not isinstance(stops, list)
+        or len(stops) > MAX_STOPS
+        or not all(isinstance(item, str) for item in stops)
+    ):
+        return f"stop: expected a string or a list of at most {MAX_STOPS} strings"
+    if chat:
+        messages = params.get("messages")
+        if not isinstance(messages, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("content", ""), str) for m in messages
+        ):
+            return "messages: expected a list of objects with string content"
+    return None
+
+
 def cut_at_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
     """``text`` limited to ``max_tokens`` replay tokens, and whether it was cut."""
     matches = list(TOKEN.finditer(text))
@@ -281,9 +318,13 @@ class ReplayApp:
         return web.json_response({"object": "list", "data": [entry]})
 
     async def _stats(self, request: web.Request) -> web.Response:
+        if (denied := self._unauthorized(request)) is not None:
+            return denied
         return web.json_response(self.stats())
 
     async def _reset(self, request: web.Request) -> web.Response:
+        if (denied := self._unauthorized(request)) is not None:
+            return denied
         self.reset()
         return web.json_response(self.stats())
 
@@ -309,6 +350,8 @@ class ReplayApp:
             params = parse_json(await request.read())
         except ValueError:
             return self._error(400, "request body is not JSON", "invalid_request_error")
+        if (invalid := _invalid_params(params, chat)) is not None:
+            return self._error(400, invalid, "invalid_request_error")
         if params.get("model") != self.model:
             message = f"The model `{params.get('model')}` does not exist."
             return self._error(404, message, "NotFoundError")
@@ -336,7 +379,7 @@ class ReplayApp:
         return web.json_response(self._body(prompt, messages, params, chat))
 
     def _choices(self, params: dict[str, Any]) -> int:
-        n = int(params.get("n") or 1)
+        n = params.get("n") or 1  # checked by _invalid_params
         return n if self.max_choices is None else min(n, self.max_choices)
 
     def _unrecorded(self, query: Query) -> web.Response | None:
@@ -536,13 +579,22 @@ class ReplayProcess:
         self.port = int(match.group(1))
         return self
 
+    def _headers(self) -> dict[str, str]:
+        return {} if self._api_key is None else {"Authorization": f"Bearer {self._api_key}"}
+
     def stats(self) -> dict[str, int]:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/replay/stats") as response:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/replay/stats", headers=self._headers()
+        )
+        with urllib.request.urlopen(request) as response:
             return parse_json(response.read())
 
     def reset(self) -> None:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}/replay/reset", data=b"", method="POST"
+            f"http://127.0.0.1:{self.port}/replay/reset",
+            data=b"",
+            method="POST",
+            headers=self._headers(),
         )
         with urllib.request.urlopen(request):
             pass

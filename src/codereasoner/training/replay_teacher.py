@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import signal
 import sys
 import threading
@@ -199,7 +200,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=0,
         help="also answer the probe items distill --probes-per-case N asks (0: none)",
     )
+    parser.add_argument(
+        "--api-key-env",
+        default=None,
+        help="require the key held in this environment variable on every route (the server "
+        "answers from the ground truth; it listens on 127.0.0.1 only, and a key keeps other "
+        "local users out)",
+    )
     args = parser.parse_args(argv)
+    api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    if args.api_key_env and not api_key:
+        _fail(f"--api-key-env {args.api_key_env}: the variable is unset or empty")
     path = cases_folder(args.cases) / CASES_FILE
     try:
         cases = read_cases(path)
@@ -208,7 +219,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         probes = probes_of(cases, args.probes_per_case) if args.probes_per_case > 0 else None
         teacher = ReplayTeacher(cases, wrong=args.wrong, seed=args.seed, probes=probes)
         server = ReplayServer(
-            port=args.port, reply=teacher.reply, latency_s=args.latency, model=args.model
+            port=args.port,
+            reply=teacher.reply,
+            latency_s=args.latency,
+            model=args.model,
+            api_key=api_key,
         )
     except (DataUnavailable, ValueError) as exc:
         _fail(str(exc))
