@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import random
+import re
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
@@ -69,6 +70,46 @@ class _Choice:
 
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")  # vLLM's reasoning parsers, old and new
+MAX_BODY_BYTES = 64 << 20  # a reply's body, read at most this far (n long choices fit)
+MAX_TOKEN_COUNT = 10**9  # a usage count beyond this is not a count
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+class ReplyTooLarge(ValueError):
+    pass
+
+
+async def read_bounded(response: aiohttp.ClientResponse, limit: int | None = None) -> bytes:
+    """The body, refused past ``limit`` bytes (default :data:`MAX_BODY_BYTES`), by its
+    Content-Length or while it streams."""
+    limit = MAX_BODY_BYTES if limit is None else limit
+    declared = response.content_length
+    if declared is not None and declared > limit:
+        raise ReplyTooLarge(f"the reply declares {declared} bytes, more than {limit}")
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > limit:
+            raise ReplyTooLarge(f"the reply is longer than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _text(value: object, field: str) -> str:
+    """A string field of a reply (None or absent: empty), with lone surrogates (which JSON can
+    spell and no store can encode) replaced."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{field} is a {type(value).__name__}, not a string")
+    return _SURROGATES.sub("\ufffd", value)
+
+
+def _count(value: object) -> int | None:
+    """A usage token count, or None when it is not a plausible count."""
+    if type(value) is int and 0 <= value <= MAX_TOKEN_COUNT:
+        return value
+    return None
 
 
 def _reasoning(message: dict[str, Any]) -> str | None:
@@ -76,7 +117,7 @@ def _reasoning(message: dict[str, Any]) -> str | None:
     for name in REASONING_FIELDS:
         value = message.get(name)
         if isinstance(value, str) and value:
-            return value
+            return _text(value, name)
     return None
 
 
@@ -240,7 +281,9 @@ class OpenAIBackend:
     ) -> tuple[int, bytes]:
         try:
             async with session.request(method, self.url + path, json=body) as response:
-                return response.status, await response.read()
+                return response.status, await read_bounded(response)
+        except ReplyTooLarge as exc:
+            raise BackendError(f"{self.url}{path}: {exc}") from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise BackendError(
                 f"cannot reach {self.url} ({_describe(exc)}): is the server running, and is "
@@ -251,7 +294,7 @@ class OpenAIBackend:
     def _served_models(raw: bytes) -> set[str] | None:
         try:
             data = parse_json(raw).get("data")
-            return {str(entry["id"]) for entry in data}
+            return {_text(entry["id"], "id") for entry in data}
         except (ValueError, AttributeError, KeyError, TypeError):
             return None
 
@@ -371,21 +414,28 @@ class OpenAIBackend:
             ) from None
 
     def _choices(self, reply: dict[str, Any], request: Request) -> list[_Choice]:
-        raw_choices = sorted(reply["choices"], key=lambda choice: choice.get("index", 0))
+        if not isinstance(reply, dict) or not isinstance(reply.get("choices"), list):
+            raise ValueError("no list of choices")
+        if not all(isinstance(choice, dict) for choice in reply["choices"]):
+            raise ValueError("a choice is not an object")
+        raw_choices = sorted(reply["choices"], key=lambda choice: _count(choice.get("index")) or 0)
         if not raw_choices:
             raise ValueError("no choices")
-        usage = reply.get("usage") or {}
+        usage = reply.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         stop = request.sampling.stop
         texts, reasons, thoughts = [], [], []
         for choice in raw_choices:
             thought = None
             if request.chat:
                 message = choice.get("message") or {}
-                text = message.get("content") or ""
+                if not isinstance(message, dict):
+                    raise ValueError("message is not an object")
+                text = _text(message.get("content"), "content")
                 thought = _reasoning(message)
             else:
-                text = choice.get("text") or ""
-            reason = choice.get("finish_reason") or "stop"
+                text = _text(choice.get("text"), "text")
+            reason = _text(choice.get("finish_reason"), "finish_reason")[:64] or "stop"
             if stop:
                 # Servers differ on whether they strip the stop text; cut it here too.
                 text, stopped = cut_at_stop(text, stop)
@@ -394,8 +444,8 @@ class OpenAIBackend:
             reasons.append(reason)
             thoughts.append(thought)
         generated = [(thought or "") + text for text, thought in zip(texts, thoughts, strict=True)]
-        shares = share_tokens(usage.get("completion_tokens"), generated)
-        prompt_tokens = usage.get("prompt_tokens")
+        shares = share_tokens(_count(usage.get("completion_tokens")), generated)
+        prompt_tokens = _count(usage.get("prompt_tokens"))
         return [
             _Choice(text, reason, prompt_tokens, share, thought)
             for text, reason, share, thought in zip(texts, reasons, shares, thoughts, strict=True)
@@ -411,7 +461,7 @@ class OpenAIBackend:
             try:
                 async with semaphore, session.post(url, data=body) as response:
                     status = response.status
-                    raw = await response.read()
+                    raw = await read_bounded(response)
                     if status == 200:
                         reply: dict[str, Any] = parse_json(raw)
                         self._note_success()
@@ -419,6 +469,8 @@ class OpenAIBackend:
                     wait = _retry_after(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as exc:
                 last = _describe(exc)
+            except ReplyTooLarge as exc:
+                last = str(exc)
             except ValueError:
                 last = "the response is not JSON"
             else:
