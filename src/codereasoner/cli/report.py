@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from codereasoner.cli.common import console, error_console, fail
+from codereasoner.cli.common import console, error_console, fail, safe_markup
 
 if TYPE_CHECKING:
     from codereasoner.evaluation.report import Run, Table3
@@ -92,7 +91,7 @@ def report_command(
         _print_tables(loaded, named)
     else:
         _print_table3(table)
-    console.print(f"report: {escape(str(written))}", highlight=False, soft_wrap=True)
+    console.print(f"report: {safe_markup(str(written))}", highlight=False, soft_wrap=True)
 
 
 def _check_out(out: Path, runs: list[Path]) -> None:
@@ -184,8 +183,8 @@ def summary(
 
 def _print_runs(runs: list[Run], labels: list[str]) -> None:
     for label, run in zip(labels, runs, strict=True):
-        state = "" if run.status == "done" else f" [yellow]({escape(run.status)})[/]"
-        console.print(f"{escape(label)}: {escape(str(run.path))}{state}", highlight=False)
+        state = "" if run.status == "done" else f" [yellow]({safe_markup(run.status)})[/]"
+        console.print(f"{safe_markup(label)}: {safe_markup(str(run.path))}{state}", highlight=False)
 
 
 def _print_table3(table: Table3) -> None:
@@ -197,12 +196,14 @@ def _print_table3(table: Table3) -> None:
     )
     shown.add_column("run")
     for column in table.columns:
-        shown.add_column(f"{escape(column.benchmark)}\n{escape(column.metric)}", justify="right")
+        shown.add_column(
+            f"{safe_markup(column.benchmark)}\n{safe_markup(column.metric)}", justify="right"
+        )
     shown.add_column("avg", justify="right")
     best, best_avg = table.best()
     for index, row in enumerate(table.rows):
         cells = [_bold(cell_text(row, c), index in best[c]) for c in range(len(row.scores))]
-        label = escape(row.label) + (" (SELF-CHECK)" if row.self_check else "")
+        label = safe_markup(row.label) + (" (SELF-CHECK)" if row.self_check else "")
         shown.add_row(label, *cells, _bold(average_text(row), index in best_avg))
     # Wider than the terminal rather than a cell cut short: every score must stay readable.
     needed = console.measure(shown, options=console.options.update_width(10_000)).maximum
@@ -214,11 +215,11 @@ def _print_table3(table: Table3) -> None:
         emoji=False,  # labels and run names are shown as typed
     )
     wide.print(shown)
-    console.print(escape(table.footnote()), highlight=False, soft_wrap=True)
+    console.print(safe_markup(table.footnote()), highlight=False, soft_wrap=True)
     if any(row.self_check for row in table.rows):
         from codereasoner.evaluation.runner import SELF_CHECK
 
-        console.print(escape(SELF_CHECK), highlight=False, soft_wrap=True)
+        console.print(safe_markup(SELF_CHECK), highlight=False, soft_wrap=True)
 
 
 def _bold(text: str, best: bool) -> str:
@@ -238,30 +239,30 @@ def _print_tables(runs: list[Run], labels: list[str]) -> None:
     table.add_column("metric")
     for label, run in zip(labels, runs, strict=True):
         table.add_column(
-            escape(label) + (" (SELF-CHECK)" if run.self_check else ""), justify="right"
+            safe_markup(label) + (" (SELF-CHECK)" if run.self_check else ""), justify="right"
         )
     for name in benchmark_names(runs):
         comparison = compare(runs, name)
         counts = ["-" if count is None else str(count) for count in comparison.counts]
         note = "" if comparison.same else f", common: {comparison.common}"
-        table.add_row(escape(name), escape(f"items{note}"), *counts)
+        table.add_row(safe_markup(name), safe_markup(f"items{note}"), *counts)
         for metric in metric_names(runs, name):
             found = [comparison.compared(runs, r, metric) for r in range(len(runs))]
             best = comparison.best([m.value if m else None for m in found])
             cells = [
-                (f"[bold green]{escape(m.text())}[/]" if r in best else escape(m.text()))
+                (f"[bold green]{safe_markup(m.text())}[/]" if r in best else safe_markup(m.text()))
                 if m
                 else "-"
                 for r, m in enumerate(found)
             ]
             unit = next((m.unit for m in found if m), "")
-            table.add_row("", escape(f"{metric} ({unit})"), *cells)
+            table.add_row("", safe_markup(f"{metric} ({unit})"), *cells)
         table.add_section()
     console.print(table)
     if any(run.self_check for run in runs):
         from codereasoner.evaluation.runner import SELF_CHECK
 
-        console.print(escape(SELF_CHECK), highlight=False, soft_wrap=True)
+        console.print(safe_markup(SELF_CHECK), highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

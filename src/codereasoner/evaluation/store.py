@@ -83,14 +83,25 @@ def store_path(run: Path) -> Path:
     return run / STORE_NAME if run.is_dir() or run.suffix != ".sqlite" else run
 
 
-def connect(path: Path, *, create: bool = False, threads: bool = False) -> sqlite3.Connection:
+STORE_TABLES = ("run", "prompts", "completions", "items", "scores", "results")
+READ_BUDGET_S = 300.0  # a read-only reader's whole time on one store
+
+
+def connect(
+    path: Path, *, create: bool = False, threads: bool = False, read_only: bool = False
+) -> sqlite3.Connection:
     """Open (and with ``create`` initialise) a run store; WAL, so readers never block writers.
 
     ``threads``: the connection may be used from other threads (callers serialise its use).
+    ``read_only``: a store someone else wrote, opened without changing a byte of it (no
+    journal mode set); its tables must be tables (a view could hold an endless query), and its
+    queries stop after :data:`READ_BUDGET_S` seconds.
     """
     path = Path(path)
     if not create and not path.exists():
         raise FileNotFoundError(f"{path}: no run store here (expected {STORE_NAME})")
+    if read_only:
+        return _read_only(path)
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(path, check_same_thread=not threads)
@@ -104,6 +115,34 @@ def connect(path: Path, *, create: bool = False, threads: bool = False) -> sqlit
     if version != SCHEMA_VERSION:
         connection.close()
         raise ValueError(f"{path}: run store schema version {version}, expected {SCHEMA_VERSION}")
+    return connection
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    deadline = time.monotonic() + READ_BUDGET_S
+    connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    try:
+        kinds = dict(
+            connection.execute(
+                "SELECT name, type FROM sqlite_master WHERE name IN "
+                f"({', '.join('?' * len(STORE_TABLES))})",
+                STORE_TABLES,
+            ).fetchall()
+        )
+        not_tables = sorted(name for name, kind in kinds.items() if kind != "table")
+        if not_tables:
+            raise ValueError(
+                f"{path}: not a run store ({not_tables[0]} is a {kinds[not_tables[0]]})"
+            )
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION:
+            raise ValueError(
+                f"{path}: run store schema version {version}, expected {SCHEMA_VERSION}"
+            )
+    except BaseException:
+        connection.close()
+        raise
     return connection
 
 

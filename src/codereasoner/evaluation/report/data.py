@@ -145,7 +145,7 @@ def load_run(path: Path, examples: int = 3) -> Run:
     """Read one run store; see :func:`load_runs`."""
     where = store_path(path)
     try:
-        connection = connect(where)
+        connection = connect(where, read_only=True)
     except (FileNotFoundError, ValueError) as exc:
         raise ReportDataError(str(exc)) from None
     except sqlite3.Error as exc:
