@@ -10,18 +10,20 @@ the old file or the new one, never a half-written one.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 __all__ = [
     "CACHE_ENV",
     "cache_root",
     "fsync_path",
+    "open_no_follow",
     "parse_json",
     "replacing",
     "sha256_file",
@@ -98,3 +100,27 @@ def parse_json(text: str | bytes) -> Any:
         return json.loads(text)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
+
+
+_NO_FOLLOW_FLAGS = {
+    "a": os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+    "ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+    "r+b": os.O_RDWR,
+    "rb": os.O_RDONLY,
+}
+
+
+def open_no_follow(path: Path, mode: str = "ab", encoding: str | None = None) -> IO[Any]:
+    """Open a file of an output folder without following a symbolic link at ``path``: a link
+    planted there (dangling or not) is refused with an OSError naming it, never written
+    through. ``mode``: ``a``, ``ab``, ``r+b`` or ``rb``."""
+    flags = _NO_FOLLOW_FLAGS[mode] | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        descriptor = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(
+                errno.ELOOP, f"{path}: a symbolic link; refusing to write through it"
+            ) from None
+        raise
+    return os.fdopen(descriptor, mode, encoding=encoding)

@@ -56,7 +56,7 @@ from codereasoner.execution import (
     TraceOptions,
     parse_call,
 )
-from codereasoner.files import parse_json, write_atomic
+from codereasoner.files import open_no_follow, parse_json, write_atomic
 from codereasoner.models.base import Backend
 from codereasoner.programs.equivalence import cyclomatic_complexity, mutated_calls
 from codereasoner.programs.llm_rewrite import llm_candidates
@@ -681,7 +681,9 @@ class _Store:
             raise OutputError(f"{out}: exists and is not a directory")
         saved = out / SETTINGS_FILE
         if not saved.exists():
-            foreign = [name for name in (PROBLEMS_FILE, IO_FILE, QA_FILE) if (out / name).exists()]
+            foreign = [
+                name for name in (PROBLEMS_FILE, IO_FILE, QA_FILE) if os.path.lexists(out / name)
+            ]
             if foreign:
                 raise OutputError(
                     f"{out}: holds {foreign[0]} but no {SETTINGS_FILE}; not a core build folder "
@@ -699,10 +701,11 @@ class _Store:
 
     def done(self) -> dict[str, dict[str, Any]]:
         """The problems already built, by id; cuts a torn tail."""
-        if not self.path.exists():
-            self.path.touch()
+        if not os.path.lexists(self.path):
+            open_no_follow(self.path, "ab").close()
             return {}
-        data = self.path.read_bytes()
+        with open_no_follow(self.path, "rb") as handle:
+            data = handle.read()
         good, found = 0, {}
         for line in data.splitlines(keepends=True):
             if not line.endswith(b"\n"):
@@ -714,12 +717,12 @@ class _Store:
             found[str(record["problem"])] = record
             good += len(line)
         if good < len(data):
-            with open(self.path, "r+b") as handle:
+            with open_no_follow(self.path, "r+b") as handle:
                 handle.truncate(good)
         return found
 
     def append(self, record: Mapping[str, Any]) -> None:
-        with open(self.path, "a", encoding="ascii") as handle:
+        with open_no_follow(self.path, "a", encoding="ascii") as handle:
             handle.write(dump_line(record))
             handle.flush()
             os.fsync(handle.fileno())

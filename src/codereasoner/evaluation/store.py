@@ -102,6 +102,8 @@ def connect(
         raise FileNotFoundError(f"{path}: no run store here (expected {STORE_NAME})")
     if read_only:
         return _read_only(path)
+    if path.is_symlink():  # a link planted in an output folder is never written through
+        raise ValueError(f"{path}: a symbolic link; refusing to write through it")
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(path, check_same_thread=not threads)

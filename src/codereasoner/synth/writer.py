@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from codereasoner.files import parse_json, write_atomic
+from codereasoner.files import open_no_follow, parse_json, write_atomic
 
 DATA_FILES = ("cases.jsonl", "dropped.jsonl", "audit.jsonl", "generations.jsonl")
 # created even when empty (generations.jsonl only exists for runs whose source logs replies)
@@ -72,7 +72,10 @@ def exclusive(folder: Path) -> Iterator[None]:
     never write one output folder at once; FolderBusy at once when another process holds it.
     The kernel drops the lock when its holder dies, SIGKILL included."""
     folder.mkdir(parents=True, exist_ok=True)
-    handle = open(folder / LOCK_FILE, "a")  # noqa: SIM115 - held open for the lock's lifetime
+    try:
+        handle = open_no_follow(folder / LOCK_FILE, "a")  # held open for the lock's lifetime
+    except OSError as exc:
+        raise FolderBusy(exc.strerror or str(exc)) from None
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -119,7 +122,7 @@ class RunWriter:
         if self.state_path.exists():
             self._resume()
         else:
-            foreign = [name for name in DATA_FILES if (self.dir / name).exists()]
+            foreign = [name for name in DATA_FILES if os.path.lexists(self.dir / name)]
             if foreign:
                 raise OutputError(
                     f"{self.dir}: holds {foreign[0]} but no {STATE_FILE}; "
@@ -128,9 +131,12 @@ class RunWriter:
             self._save_state()
         for name in DATA_FILES:
             path = self.dir / name
-            if name in ALWAYS or path.exists():
-                with open(path, "ab") as handle:
-                    handle.truncate(self.sizes[name])
+            if name in ALWAYS or os.path.lexists(path):
+                try:
+                    with open_no_follow(path, "ab") as handle:
+                        handle.truncate(self.sizes[name])
+                except OSError as exc:
+                    raise OutputError(exc.strerror or str(exc)) from None
 
     def _resume(self) -> None:
         try:
@@ -172,7 +178,7 @@ class RunWriter:
             path = self.dir / name
             if not data and not path.exists():
                 continue
-            with open(path, "ab") as handle:
+            with open_no_follow(path, "ab") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
