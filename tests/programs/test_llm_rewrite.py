@@ -71,3 +71,40 @@ def test_llm_rewrites_are_kept_or_rejected_by_the_sandbox(pool: Pool) -> None:
     (disagreement,) = search.mismatches
     assert disagreement.source == NOT_EQUIVALENT
     assert disagreement.mismatch.original != disagreement.mismatch.variant
+
+
+FORGERS = {
+    "imports what renders results": "import values\n\ndef f(xs):\n    return 0\n",
+    "reaches the import machinery through a default": (
+        "def f(xs, __import__=__import__):\n    return __import__('values').render\n"
+    ),
+    "a parameter named __import__": "def f(xs):\n    g = lambda __import__: 0\n    return g(1)\n",
+    "walks frames": "def f(xs):\n    g = (x for x in xs)\n    return g.gi_frame.f_back\n",
+    "opens files": "def f(xs, open=open):\n    return open('/proc/self/environ').read()\n",
+}
+
+
+def test_unsafe_rewrites_are_left_out_before_anything_runs() -> None:
+    def reply(query: Query) -> str:
+        code = list(FORGERS.values())[query.choice] if query.choice < len(FORGERS) else EQUIVALENT
+        return f"```python\n{code}```\n"
+
+    with ReplayServer(reply=reply) as server:
+        backend = load_backend(f"openai:{server.model}@{server.url}")
+        try:
+            candidates = llm_candidates(backend, [ORIGINAL], len(FORGERS) + 1)
+        finally:
+            backend.close()
+    assert candidates == [(EQUIVALENT, 0)]
+
+
+def test_a_rewrite_may_import_what_its_original_imports() -> None:
+    from codereasoner.programs.llm_rewrite import imported_modules, is_safe
+
+    original = "import math\n\ndef f(x):\n    return math.floor(x)\n"
+    assert imported_modules(original) == {"math"}
+    assert is_safe("import math\n\ndef f(x):\n    return int(math.floor(x))\n", {"math"})
+    assert not is_safe("import gc\n\ndef f(x):\n    return x\n", {"math"})
+    assert not is_safe(
+        "from math import floor as __import__\n\ndef f(x):\n    return x\n", {"math"}
+    )

@@ -74,6 +74,16 @@ STATIC_DROPS = [
     ("global_state", "def f(x):\n    global seen\n    seen = x\n    return x", "1"),
     ("async", "async def f(x):\n    return x + 1", "1"),
     ("infinite_loop", body("while True:", "    x += 1", "return x"), "1"),
+    # bound names excuse nothing: a default value or an enclosing scope is still the built-in
+    ("dunder_name", "def f(x, __import__=__import__):\n    return x", "1"),
+    ("dunder_name", body("g = lambda __import__: 0", "return g(x)"), "1"),
+    ("forbidden_name", "def f(x, open=open):\n    return x", "1"),
+    ("forbidden_name", "def f(input, id):\n    return input + id", "1, 2"),
+    ("forbidden_name", body("return [hash for hash in [x]][0]"), "1"),
+    # frames, generators and tracebacks lead back to the caller's globals
+    ("frame_attribute", body("return (y for y in [x]).gi_frame"), "1"),
+    ("frame_attribute", body("g = (y for y in [x])", "return g.gi_code.co_consts"), "1"),
+    ("dynamic_attribute", body("return getattr((y for y in [x]), 'gi_frame')"), "1"),
     # A break inside a nested loop leaves the nested loop only.
     ("infinite_loop", body("while 1:", "    for i in [1]:", "        break", "return x"), "1"),
 ]
@@ -95,7 +105,8 @@ def test_static_rules_drop_with_their_reason(reason: str, code: str, input_repr:
 
 ALLOWED = [
     body("print(x)", "return x"),  # small prints are allowed; huge stdout is a dynamic drop
-    "def f(input, id):\n    return input + id",  # parameters shadow the builtins
+    "def f(data, ident):\n    return data + ident",
+    body("time = 3", "return x + time"),  # a variable named like a module is a variable
     body("return getattr(x, 'upper')()"),  # literal, public attribute name
     body("while True:", "    x += 1", "    if x > 3:", "        break", "return x"),
     body("while True:", "    x += 1", "    if x > 3:", "        return x"),

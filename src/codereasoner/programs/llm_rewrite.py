@@ -14,6 +14,7 @@ import ast
 import re
 from collections.abc import Sequence
 
+from codereasoner.execution.code_safety import unsafe_construct
 from codereasoner.models.base import Backend, Completion, Request, Sampling
 
 __all__ = ["REWRITE_PROMPT", "REWRITE_SYSTEM", "extract_python", "llm_candidates", "rewrite_prompt"]
@@ -63,11 +64,37 @@ def extract_python(text: str) -> str | None:
     return None
 
 
+def imported_modules(code: str) -> set[str]:
+    """The modules ``code`` imports (a rewrite may import them too, and nothing else)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module)
+    return names
+
+
+def is_safe(source: str, imports: set[str]) -> bool:
+    """Whether a rewrite holds none of :mod:`~codereasoner.execution.code_safety`'s forbidden
+    constructs (its imports limited to the original's): an unchecked rewrite could replace
+    what renders its results and forge the equivalence check."""
+    try:
+        return unsafe_construct(ast.parse(source), imports) is None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
 def llm_candidates(
     backend: Backend, originals: Sequence[str], n: int, sampling: Sampling | None = None
 ) -> list[tuple[str, int]]:
     """``n`` rewrites asked of ``backend`` per original, as (source, original index) pairs in
-    original then sample order; replies with no parsable fence and repeats are left out."""
+    original then sample order; replies with no parsable fence, unsafe rewrites (:func:`is_safe`)
+    and repeats are left out."""
     if n <= 0 or not originals:
         return []
     chosen = sampling or Sampling(temperature=0.8, max_tokens=2048)
@@ -84,9 +111,10 @@ def llm_candidates(
     found: list[tuple[str, int]] = []
     seen: set[str] = set()
     for index in range(len(originals)):
+        imports = imported_modules(originals[index])
         for completion in sorted(replies.get(index, []), key=lambda c: c.sample):
             source = extract_python(completion.text)
-            if source is not None and source not in seen:
+            if source is not None and is_safe(source, imports) and source not in seen:
                 seen.add(source)
                 found.append((source, index))
     return found

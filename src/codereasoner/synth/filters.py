@@ -27,6 +27,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from codereasoner.execution import CallSyntaxError, ExecResult, Status, parse_call
+from codereasoner.execution.code_safety import (
+    Finding,
+    ForbiddenFinder,
+)
 from codereasoner.execution.determinism import observable
 from codereasoner.synth.case import Candidate, Drop
 
@@ -52,6 +56,7 @@ REASONS: Final[dict[str, tuple[str, ...]]] = {
         "forbidden_name",
         "dunder_attribute",
         "dunder_name",
+        "frame_attribute",
         "dynamic_attribute",
         "nondeterministic_module",
         "global_state",
@@ -73,66 +78,6 @@ REASONS: Final[dict[str, tuple[str, ...]]] = {
     ),
     DETERMINISM: ("hash_seed_dependent", "set_layout_dependent"),
 }
-
-# Built-ins whose use makes a case unsafe, impure or irreproducible. ``hash`` and ``id`` depend on
-# the process (string hashes are seeded per process); ``vars``/``dir`` expose namespaces.
-FORBIDDEN_CALLS: Final = frozenset(
-    {
-        "__import__",
-        "open",
-        "input",
-        "eval",
-        "exec",
-        "compile",
-        "globals",
-        "locals",
-        "vars",
-        "dir",
-        "breakpoint",
-        "exit",
-        "quit",
-        "help",
-        "id",
-        "hash",
-        "memoryview",
-        "aiter",
-        "anext",
-        "copyright",
-        "credits",
-        "license",
-    }
-)
-# Names that are forbidden even when not called (e.g. passed as a key function or aliased).
-FORBIDDEN_NAMES: Final = FORBIDDEN_CALLS | {"__builtins__", "__builtin__", "__loader__", "__spec__"}
-# Attribute access by computed name: allowed only with a literal, non-dunder attribute name.
-ATTRIBUTE_FUNCTIONS: Final = frozenset({"getattr", "setattr", "delattr", "hasattr"})
-# Modules whose names signal randomness, clocks or the environment (import is already forbidden,
-# so these can only appear as free names, which would fail anyway; the reason says why).
-NONDETERMINISTIC_MODULES: Final = frozenset(
-    {
-        "random",
-        "time",
-        "datetime",
-        "os",
-        "sys",
-        "secrets",
-        "uuid",
-        "subprocess",
-        "socket",
-        "threading",
-        "multiprocessing",
-        "signal",
-        "shutil",
-        "pathlib",
-        "io",
-        "tempfile",
-        "gc",
-        "inspect",
-        "ctypes",
-        "importlib",
-        "builtins",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -179,10 +124,6 @@ def parse_quietly(code: str) -> ast.Module:
         return ast.parse(code)
 
 
-def _is_dunder(name: str) -> bool:
-    return len(name) > 4 and name.startswith("__") and name.endswith("__")
-
-
 # ---------------------------------------------------------------------------------------
 # static checks
 # ---------------------------------------------------------------------------------------
@@ -201,7 +142,7 @@ def check_static(candidate: Candidate, config: FilterConfig | None = None) -> Dr
         return _drop(candidate, STATIC, "syntax_error", str(exc) or type(exc).__name__)
     found = _check_module(tree, candidate.entry_point)
     if found is None:
-        found = _ForbiddenFinder().first(tree)
+        found = ForbiddenFinder().first(tree)
     if found is not None:
         reason, node, detail = found
         where = f"line {getattr(node, 'lineno', '?')}: " if node is not None else ""
@@ -244,9 +185,6 @@ def _check_input(candidate: Candidate) -> Drop | None:
     return None
 
 
-Finding = tuple[str, ast.AST | None, str]
-
-
 def _check_module(tree: ast.Module, entry: str) -> Finding | None:
     """The module holds function definitions only, one of them the entry point."""
     defined = False
@@ -262,137 +200,6 @@ def _check_module(tree: ast.Module, entry: str) -> Finding | None:
     if not defined:
         return ("no_entry_function", None, f"no top-level 'def {entry}(...)'")
     return None
-
-
-class _ForbiddenFinder(ast.NodeVisitor):
-    """Finds the first forbidden construct, in source order."""
-
-    def __init__(self) -> None:
-        self.found: Finding | None = None
-        self.bound: set[str] = set()
-
-    def first(self, tree: ast.AST) -> Finding | None:
-        # Locally bound names (parameters, assignments) shadow builtins of the same name: a
-        # parameter called ``input`` or ``id`` is an ordinary variable.
-        self.bound = bound_names(tree)
-        self.visit(tree)
-        return self.found
-
-    def report(self, reason: str, node: ast.AST, detail: str) -> None:
-        if self.found is None:
-            self.found = (reason, node, detail)
-
-    def generic_visit(self, node: ast.AST) -> None:
-        if self.found is None:
-            super().generic_visit(node)
-
-    def visit_Import(self, node: ast.Import) -> None:
-        self.report("import", node, ast.unparse(node))
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        self.report("import", node, ast.unparse(node))
-
-    def visit_Global(self, node: ast.Global) -> None:
-        self.report("global_state", node, ast.unparse(node))
-
-    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
-        self.generic_visit(node)  # closes over an enclosing function only: harmless
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        self.report("async", node, f"async def {node.name}")
-
-    def visit_Await(self, node: ast.Await) -> None:
-        self.report("async", node, "await")
-
-    def visit_AsyncFor(self, node: ast.AsyncFor) -> None:
-        self.report("async", node, "async for")
-
-    def visit_AsyncWith(self, node: ast.AsyncWith) -> None:
-        self.report("async", node, "async with")
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if _is_dunder(node.attr) or node.attr.startswith("_"):
-            self.report("dunder_attribute", node, f"private or dunder attribute {node.attr!r}")
-        self.generic_visit(node)
-
-    def visit_Name(self, node: ast.Name) -> None:
-        name = node.id
-        if name in self.bound:
-            return
-        if name in FORBIDDEN_NAMES:
-            kind = "forbidden_name" if not _is_dunder(name) else "dunder_name"
-            self.report(kind, node, f"use of {name!r}")
-        elif name in NONDETERMINISTIC_MODULES:
-            self.report("nondeterministic_module", node, f"use of {name!r}")
-        elif _is_dunder(name):
-            self.report("dunder_name", node, f"use of {name!r}")
-
-    def visit_Call(self, node: ast.Call) -> None:
-        func = node.func
-        if isinstance(func, ast.Name) and func.id not in self.bound:
-            if func.id in FORBIDDEN_CALLS:
-                self.report("forbidden_call", node, f"call of {func.id}()")
-            elif func.id in ATTRIBUTE_FUNCTIONS:
-                name = node.args[1] if len(node.args) > 1 else None
-                attribute = name.value if isinstance(name, ast.Constant) else None
-                if not isinstance(attribute, str) or attribute.startswith("_"):
-                    self.report(
-                        "dynamic_attribute",
-                        node,
-                        f"{func.id}() with a computed or private attribute name",
-                    )
-        self.generic_visit(node)
-
-    def visit_While(self, node: ast.While) -> None:
-        test = node.test
-        always = isinstance(test, ast.Constant) and bool(test.value)
-        if always and not _can_leave(node.body):
-            self.report("infinite_loop", node, "'while True' with no break, return or raise")
-        self.generic_visit(node)
-
-
-_DEFINITIONS: Final = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)
-
-
-def bound_names(tree: ast.AST) -> set[str]:
-    """Names the code binds: parameters, assignment targets, definitions, ``except`` names."""
-    bound: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            bound.add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, _DEFINITIONS) and node.name:
-            bound.add(node.name)
-    return bound
-
-
-def _can_leave(body: list[ast.stmt]) -> bool:
-    """True when a ``break`` of this loop, or a ``return``/``raise``, occurs in ``body``."""
-    for stmt in body:
-        for node in _walk_same_loop(stmt):
-            if isinstance(node, ast.Break | ast.Return | ast.Raise):
-                return True
-    return False
-
-
-def _walk_same_loop(node: ast.AST) -> list[ast.AST]:
-    """Nodes under ``node`` whose ``break`` would leave the current loop (not nested loops or
-    functions); ``return`` and ``raise`` inside nested loops still count, so those are kept."""
-    found: list[ast.AST] = [node]
-    stack: list[tuple[ast.AST, bool]] = [(child, False) for child in ast.iter_child_nodes(node)]
-    if isinstance(node, ast.For | ast.While):
-        stack = [(child, True) for child in ast.iter_child_nodes(node)]
-    while stack:
-        child, nested_loop = stack.pop()
-        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            continue
-        if isinstance(child, ast.Break) and nested_loop:
-            continue
-        found.append(child)
-        inner = nested_loop or isinstance(child, ast.For | ast.While)
-        stack.extend((grandchild, inner) for grandchild in ast.iter_child_nodes(child))
-    return found
 
 
 # ---------------------------------------------------------------------------------------
