@@ -783,3 +783,28 @@ def test_stage_cleanup_leaves_foreign_and_unrelated_entries_alone() -> None:
         os.unlink(link)
         for path in (foreign, target, fresh):
             shutil.rmtree(path, ignore_errors=True)
+
+
+HOST_PROC_PROBE = """
+def f():
+    found = {}
+    for path in ('/proc/cmdline', '/proc/sys/kernel/random/boot_id', '/proc/loadavg',
+                 '/proc/meminfo', '/proc/uptime'):
+        try:
+            with open(path) as handle:
+                found[path] = handle.read()
+        except OSError as exc:
+            found[path] = type(exc).__name__
+    return found
+"""
+
+
+def test_proc_tells_nothing_about_the_host_under_bubblewrap() -> None:
+    with Pool(1, isolation="bubblewrap", limits=Limits(timeout_s=5.0)) as pool:
+        shown = returned(pool.run(Program(HOST_PROC_PROBE), parse_call("f()")))
+    host_boot = Path("/proc/sys/kernel/random/boot_id").read_text()
+    assert isinstance(shown, dict)
+    assert host_boot not in shown.values()
+    assert all(value in ("", "PermissionError", "FileNotFoundError") for value in shown.values()), (
+        shown
+    )

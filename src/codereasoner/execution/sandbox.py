@@ -133,7 +133,21 @@ def stage_files() -> str:
     os.chmod(etc, 0o755)
     for name, text in _sandbox_etc().items():
         _write_file(os.path.join(etc, name), text)
+    _write_file(os.path.join(directory, EMPTY_FILE), "")
     return directory
+
+
+EMPTY_FILE = "empty"
+# What /proc would tell a program about the host and need not: the kernel's command line, the
+# boot's id, the load, the memory and the uptime; each shows as an empty file (a device node
+# cannot be bound there: /dev is mounted nodev).
+MASKED_PROC = (
+    "/proc/cmdline",
+    "/proc/sys/kernel/random/boot_id",
+    "/proc/loadavg",
+    "/proc/meminfo",
+    "/proc/uptime",
+)
 
 
 def _write_file(path: str, text: str) -> None:
@@ -349,6 +363,8 @@ def bubblewrap_command(
     for name in _sandbox_etc():
         command += ["--ro-bind", os.path.join(stage_dir, "etc", name), f"/etc/{name}"]
     command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in MASKED_PROC:
+        command += ["--ro-bind", os.path.join(stage_dir, EMPTY_FILE), path]
     command += ["--ro-bind", stage_dir, SANDBOX_DIR]
     ordered = sorted(set(hidden) - {"/tmp"}, key=lambda p: p.count("/"))
     for path in ordered:
