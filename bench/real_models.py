@@ -1,8 +1,8 @@
 """The real-model evaluation table: packaged pretrained models on CPU through ``codereasoner eval``.
 
 Each row is one ``codereasoner eval`` command (greedy, official prompts, ``hf:`` backend), run as
-a subprocess into ``OUT/<run>/<benchmark>`` (its own wall time, its own ``--limit``: fixed
-subsets, the first items in the data's order, unless ``--full``); benchmark by benchmark; the runs
+a subprocess into ``OUT/<run>/<benchmark>`` (its own wall time, its own ``--limit``: eval's
+fixed subsets, the same items for every model, unless ``--full``); benchmark by benchmark; the runs
 are the eval command's own resumable run folders, so a killed table resumes where it stopped
 (the wall times of every invocation are added up in the folder's ``timing.json``).
 At the end (or with ``--table`` alone) it prints a Markdown table: score ± standard error,
@@ -15,7 +15,7 @@ included), and the share of completions cut at the token limit.
 Models: ``smollm2-135m`` (SmolLM2-135M-Instruct, ``codereasoner[smollm2]``: docs/models.md) with
 the official raw prompts and with ``--chat``; ``gemma3-270m`` (Gemma-3-270M base,
 ``codereasoner[gemma3]``) with the raw prompts. ``core-gen`` needs ``codereasoner core build
---from cruxeval --limit 60 --out OUT/core-gen-data`` first (this script runs it).
+--from cruxeval --limit 30 --out OUT/core-gen-data`` first (this script runs it).
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Fixed subsets (the first items in the data's order), sized for a 2-core machine; --full runs
-# every item.
+# Fixed subsets (eval --limit's: the same items for every model), sized for a 2-core machine;
+# --full runs every item.
 CRUXEVAL_LIMIT = 200
-CORE_PROBE_LIMIT = 200
-REVAL_LIMIT = 100  # whole (program, input) groups: every question kind
-CORE_GEN_PROBLEMS = 60
+CORE_PROBE_LIMIT = 100
+REVAL_LIMIT = 30  # whole (program, input) groups: every question kind
+CORE_GEN_PROBLEMS = 30
 # Rows per batch: a batch runs to its longest row, so more rows share each straggler's steps.
 MODEL_ARGS = "batch_size=32"
 
@@ -134,7 +134,36 @@ def _headline(report: dict[str, Any]) -> str:
     return ", ".join(parts) or "?"
 
 
-def table(out: Path) -> str:
+def copy_rows(out: Path, data_dir: Path) -> list[str]:
+    """The copy rule (learn_real.py's: the input as the output, ``f(OUTPUT)`` as the input) on
+    each CRUXEval subset the table holds, graded by ``codereasoner score``."""
+    from learn_real import copy_rule
+
+    rows = []
+    for bench in ("cruxeval-o", "cruxeval-i"):
+        store = out / RUNS[0].name / bench / "run.sqlite"
+        if not store.exists():
+            continue
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+            ids = [
+                row[0]
+                for row in db.execute("SELECT item_id FROM items WHERE benchmark = ?", (bench,))
+            ]
+        verdicts = {"raw": {bench: dict.fromkeys(ids, False)}}
+        folder = out / "copy-rule"
+        folder.mkdir(exist_ok=True)
+        copy_rule(folder, data_dir, verdicts, benches=(bench,))
+        right = sum(verdicts["copy"][bench].values())
+        share = right / len(ids)
+        error = (share * (1 - share) / len(ids)) ** 0.5
+        rows.append(
+            f"| copy rule | - | - | {bench} | {len(ids)} | pass@1 {100 * share:.2f} ± "
+            f"{100 * error:.2f} | - | - | - | - |"
+        )
+    return rows
+
+
+def table(out: Path, data_dir: Path | None = None) -> str:
     lines = [
         "| run | model | prompts | benchmark | items | score ± se | wall | tokens | tokens/s | cut |",
         "|---|---|---|---|---:|---|---:|---:|---:|---:|",
@@ -161,6 +190,8 @@ def table(out: Path) -> str:
                 f"{_headline(report)} | {seconds / 60:.0f} min | {tokens:,} | {rate} | "
                 f"{100 * cut / max(completions, 1):.0f}% |"
             )
+    if data_dir is not None:
+        lines += copy_rows(out, data_dir)
     return "\n".join(lines)
 
 
@@ -188,7 +219,7 @@ def main() -> None:
                     core_gen = core_gen or build_core_gen(args.out, args.data_dir)
                     data_dir = core_gen
                 run_one(run, bench, None if args.full else limit, args.out, data_dir)
-    print(table(args.out))
+    print(table(args.out, args.data_dir))
 
 
 if __name__ == "__main__":
