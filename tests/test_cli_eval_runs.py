@@ -643,3 +643,17 @@ def test_a_model_that_cannot_load_names_its_spec_once(tmp_path: Path) -> None:
     refused(done, f"--model {spec}: ")
     assert error_lines(done.stderr)[0].count(spec) == 1, done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_several_greedy_samples_are_warned_about(tmp_path: Path) -> None:
+    args = ("--bench", "cruxeval-o", "--limit", "2", "--n", "3")
+    with ReplayServer() as server:
+        greedy = invoke(tmp_path / "greedy", f"openai:replay@{server.url}", *args)
+        sampled = invoke(
+            tmp_path / "sampled", f"openai:replay@{server.url}", *args, "--temperature", "0.8"
+        )
+    assert greedy.exit_code == 0 and sampled.exit_code == 0
+    (warning,) = [w for w in json.loads(greedy.stdout)["warnings"] if "--n 3" in w]
+    assert "--temperature 0" in warning and "pass@k equals pass@1" in warning
+    assert "--n 3 at --temperature 0" in greedy.stderr
+    assert not any("--n 3" in w for w in json.loads(sampled.stdout)["warnings"])

@@ -557,6 +557,9 @@ class Runner:
         store.start_run(self.identity, config)
         self._config = config
         summary = RunSummary(self.run_dir, self.identity, {}, {}, {}, {})
+        greedy = self._greedy_samples_warning()
+        if greedy is not None:
+            self._warn(summary, greedy)
         try:
             for plan in self.plans:
                 self._run_one(store, plan, summary)
@@ -598,10 +601,7 @@ class Runner:
         summary.generated[name], summary.cached[name] = self._generate(store, plan)
         warning = self._limit_warning(store, plan)
         if warning is not None:
-            summary.warnings.append(warning)
-            warn = getattr(self.events, "warn", None)
-            if warn is not None:
-                warn(warning)
+            self._warn(summary, warning)
         started = time.perf_counter()
         graded = self._grade(store, plan)
         summary.graded[name] = graded
@@ -671,6 +671,23 @@ class Runner:
             yield
         finally:
             backend.watch(None)
+
+    def _warn(self, summary: RunSummary, warning: str) -> None:
+        """One warning line: in results.json and on the terminal."""
+        summary.warnings.append(warning)
+        warn = getattr(self.events, "warn", None)
+        if warn is not None:
+            warn(warning)
+
+    def _greedy_samples_warning(self) -> str | None:
+        """Several samples at temperature 0 are one greedy answer repeated (pass@k = pass@1)."""
+        n, sampling = self.settings.n, self.settings.sampling
+        if n < 2 or sampling.temperature > 0 or self.backend.model_id == ORACLE:
+            return None
+        return (
+            f"--n {n} at --temperature 0: greedy decoding gives the same answer {n} times, so "
+            f"pass@k equals pass@1; set --temperature (e.g. 0.8) to sample, or use --n 1"
+        )
 
     def _limit_warning(self, store: RunStore, plan: Resolved) -> str | None:
         """A warning when most of the benchmark's completions stopped at the token limit: the
