@@ -657,3 +657,23 @@ def test_several_greedy_samples_are_warned_about(tmp_path: Path) -> None:
     assert "--temperature 0" in warning and "pass@k equals pass@1" in warning
     assert "--n 3 at --temperature 0" in greedy.stderr
     assert not any("--n 3" in w for w in json.loads(sampled.stdout)["warnings"])
+
+
+def test_a_style_a_benchmark_lacks_is_said(tmp_path: Path) -> None:
+    done = invoke(
+        tmp_path / "run",
+        "oracle",
+        "--bench",
+        "cruxeval-o,reval",
+        "--limit",
+        "2",
+        "--style",
+        "phind",
+    )
+    assert done.exit_code == 0, done.stderr
+    warnings = json.loads(done.stdout)["warnings"]
+    (said,) = [w for w in warnings if "--style phind" in w]
+    assert said.startswith(
+        "reval: --style phind is not one of its prompt styles"
+    ) and said.endswith("its prompts are direct")
+    assert not any(w.startswith("cruxeval-o:") and "--style" in w for w in warnings)

@@ -560,6 +560,14 @@ class Runner:
         greedy = self._greedy_samples_warning()
         if greedy is not None:
             self._warn(summary, greedy)
+        for plan in self.plans:
+            if plan.style != self.settings.style:
+                styles = ", ".join(str(style) for style in plan.bench.styles)
+                self._warn(
+                    summary,
+                    f"{plan.bench.name}: --style {self.settings.style} is not one of its prompt "
+                    f"styles ({styles}); its prompts are {plan.style}",
+                )
         try:
             for plan in self.plans:
                 self._run_one(store, plan, summary)
