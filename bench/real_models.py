@@ -128,9 +128,12 @@ def _headline(report: dict[str, Any]) -> str:
         block = report.get(key)
         if isinstance(block, dict) and "accuracy" in block:
             parts.append(f"{key} {block['accuracy']:.3f}")
-    for key in ("I", "W", "RCS"):  # CoRE
-        if key in report:
-            parts.append(f"{key} {report[key]:.1f} ± {errors.get(key, 0):.1f}")
+    variants = report.get("variants")
+    core = variants.get("project", {}).get("mean", {}) if isinstance(variants, dict) else {}
+    core_errors = core.get("stderr") or {}
+    for key in ("I", "Is", "W", "Ws", "RCS"):  # CoRE: the project's variants, their mean
+        if core.get(key) is not None:
+            parts.append(f"{key} {core[key]:.1f} ± {core_errors.get(key) or 0:.1f}")
     return ", ".join(parts) or "?"
 
 
