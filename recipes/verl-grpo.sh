@@ -6,7 +6,8 @@
 # The same algorithm as the TRL recipe (recipes/grpo-qwen2.5-coder-7b.yaml; docs/training.md,
 # "One GRPO algorithm on TRL and verl"): 128 prompts per batch, 4 PPO updates per batch
 # (mini-batches of 32 prompts, one epoch), the per-sequence loss of the paper's Eq. 5
-# (loss_agg_mode=seq-mean-token-mean), clip range 0.2, constant lr.
+# (loss_agg_mode=seq-mean-token-mean), clip range 0.2 (and the ratio of a negative advantage
+# capped at 3: dual clip), constant lr.
 # KL: as verl's GRPO examples, a KL loss against the frozen reference (low_var_kl, coefficient
 # 0.001, KL_COEF) and no KL term in the reward. Rollout: vLLM; actor: FSDP.
 #
@@ -15,7 +16,8 @@
 # by new prompts until the batch is full:
 #   recipes/verl-grpo.sh algorithm.filter_groups.enable=True algorithm.filter_groups.metric=reward
 # (optionally algorithm.filter_groups.max_inflight_gen_batches=2: batches generated at once).
-# The TRL route filters the prompts once, before training: codereasoner export --pass-rate.
+# The TRL route filters the prompts once, before training, by the SFT model's pass rates
+# (codereasoner export --pass-rate; docs/training.md), which works for this script's data too.
 #
 # Data: parquet from `codereasoner export --format verl` (data_source "codereasoner"):
 #   codereasoner export --from runs/distill-train --format verl --out runs/verl/train.parquet
@@ -72,6 +74,7 @@ ROLLOUT_N=5
 LR=1e-6
 EPOCHS=2
 CLIP=0.2
+DUAL_CLIP=3.0 # verl's default, stated: the TRL recipe's delta
 KL_COEF=${KL_COEF:-0.001}
 ROLLOUT_GPU_UTIL=${ROLLOUT_GPU_UTIL:-0.6}
 ACTOR_OFFLOAD=${ACTOR_OFFLOAD:-False}
@@ -151,6 +154,7 @@ overrides=(
   actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean
   "actor_rollout_ref.actor.clip_ratio_low=$CLIP"
   "actor_rollout_ref.actor.clip_ratio_high=$CLIP"
+  "actor_rollout_ref.actor.clip_ratio_c=$DUAL_CLIP"
   actor_rollout_ref.actor.use_dynamic_bsz=True
   "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=$MAX_TOKENS_PER_GPU"
   actor_rollout_ref.actor.use_kl_loss=True

@@ -50,3 +50,13 @@ def test_the_readme_cpu_training_path_runs_as_written(tmp_path: Path) -> None:
     assert (smoke / "table3.html").stat().st_size > 0
     assert "rejected samples" in done.stdout  # the replay teacher's wrong answers were rejected
     assert "│ raw " in done.stdout and "│ full " in done.stdout
+    # GRPO updates the policy: some group's rewards differ, so its advantages, loss and
+    # gradient are not zero
+    from codereasoner.training.curves import read_curves
+
+    steps = [
+        entry for entry in read_curves(smoke / "grpo" / "train_curves.jsonl") if "loss" in entry
+    ]
+    assert len(steps) == 6
+    assert any(entry["reward_std"] > 0 for entry in steps), steps
+    assert any(entry["loss"] != 0 and entry["grad_norm"] > 0 for entry in steps), steps

@@ -14,20 +14,32 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from codereasoner.cli import app
-from codereasoner.training.recipe import Recipe, Stage, load_recipe, read_recipe_file
+from codereasoner.training.recipe import Recipe, Stage, load_recipe
 from codereasoner.training.trainers import REWARDS, build_trainer
 from tests.training.conftest import CPU, RECIPES
 from tests.training.test_grpo_reward import Recorder
 from tests.training.test_verl_reward import ROOT, verl_python
 
 VERL_RECIPE = ROOT / "recipes" / "verl-grpo.sh"
-GPU_GRPO = sorted(
-    path
-    for path in RECIPES.glob("*.yaml")
-    if read_recipe_file(path).get("stage") == "grpo" and read_recipe_file(path).get("bf16")
+PAPER_GRPO = RECIPES / "grpo-qwen2.5-coder-7b.yaml"
+
+
+def _lineage(path: Path) -> list[Path]:
+    """The recipe and the recipes its ``base`` chain inherits from."""
+    chain = [path.resolve()]
+    while base := yaml.safe_load(chain[-1].read_text(encoding="utf-8")).get("base"):
+        chain.append((chain[-1].parent / base).resolve())
+    return chain
+
+
+# The paper's GRPO: the 7B recipe and every recipe built on it (other models, ablations); other
+# GPU recipes (a quick hardware check) are free to choose their own algorithm.
+PAPER_RECIPES = sorted(
+    path for path in RECIPES.glob("*.yaml") if PAPER_GRPO.resolve() in _lineage(path)
 )
 # How TRL's loss types aggregate, in verl's words.
 LOSS_AGGREGATION = {"grpo": "seq-mean-token-mean", "dapo": "token-mean", "bnpo": "token-mean"}
@@ -52,6 +64,7 @@ validate_config(config, use_reference_policy=need_reference_policy(config),
                 use_critic=need_critic(config))
 algorithm = omega_conf_to_dataclass(config.algorithm, AlgoConfig)
 values = {key: OmegaConf.select(config, key) for key in keys}
+values = {key: OmegaConf.to_object(v) if OmegaConf.is_config(v) else v for key, v in values.items()}
 values["filter_groups"] = [algorithm.filter_groups.enable, algorithm.filter_groups.metric]
 print(json.dumps(values))
 """
@@ -63,6 +76,7 @@ VERL_KEYS = [
     "data.train_batch_size",
     "data.max_response_length",
     "trainer.total_epochs",
+    "trainer.save_freq",
     "trainer.nnodes",
     "trainer.n_gpus_per_node",
     "actor_rollout_ref.rollout.n",
@@ -73,6 +87,7 @@ VERL_KEYS = [
     "actor_rollout_ref.actor.loss_agg_mode",
     "actor_rollout_ref.actor.clip_ratio_low",
     "actor_rollout_ref.actor.clip_ratio_high",
+    "actor_rollout_ref.actor.clip_ratio_c",
     "actor_rollout_ref.actor.use_kl_loss",
     "actor_rollout_ref.actor.kl_loss_coef",
     "actor_rollout_ref.actor.kl_loss_type",
@@ -82,6 +97,7 @@ VERL_KEYS = [
     "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
     "actor_rollout_ref.actor.optim.lr_warmup_steps",
     "actor_rollout_ref.actor.optim.weight_decay",
+    "actor_rollout_ref.actor.optim.betas",
     "actor_rollout_ref.actor.optim.clip_grad",
 ]
 
@@ -122,7 +138,7 @@ def _trl(path: Path) -> Recipe:
     return load_recipe(Stage.GRPO, path, hardware=False)  # what `train grpo --dry-run` checks
 
 
-@pytest.mark.parametrize("path", GPU_GRPO, ids=lambda path: path.stem)
+@pytest.mark.parametrize("path", PAPER_RECIPES, ids=lambda path: path.stem)
 def test_both_recipes_resolve_to_the_same_algorithm(
     path: Path, verl_config: dict[str, dict[str, Any]]
 ) -> None:
@@ -146,7 +162,9 @@ def test_both_recipes_resolve_to_the_same_algorithm(
     assert trl.loss_type == "grpo"
     assert trl.epsilon == verl["actor_rollout_ref.actor.clip_ratio_low"] == 0.2
     assert (trl.epsilon_high or trl.epsilon) == verl["actor_rollout_ref.actor.clip_ratio_high"]
-    assert trl.delta is None
+    # a negative advantage's ratio capped: verl's dual clip is TRL's delta (for a positive
+    # advantage the clipped term is already the smaller one, so delta changes nothing there)
+    assert trl.delta == verl["actor_rollout_ref.actor.clip_ratio_c"] == 3.0
     assert trl.beta == verl["actor_rollout_ref.actor.kl_loss_coef"] == 0.001
     assert verl["actor_rollout_ref.actor.use_kl_loss"] and not verl["algorithm.use_kl_in_reward"]
     assert verl["actor_rollout_ref.actor.kl_loss_type"] == "low_var_kl"
@@ -165,11 +183,14 @@ def test_both_recipes_resolve_to_the_same_algorithm(
     assert verl["actor_rollout_ref.actor.optim.lr_warmup_steps"] <= 0
     assert trl.weight_decay == verl["actor_rollout_ref.actor.optim.weight_decay"]
     assert trl.max_grad_norm == verl["actor_rollout_ref.actor.optim.clip_grad"]
+    assert [trl.adam_beta1, trl.adam_beta2] == verl["actor_rollout_ref.actor.optim.betas"]
     # sampling, response length, epochs
     assert trl.temperature == verl["actor_rollout_ref.rollout.temperature"] == 1.0
     assert trl.top_p == verl["actor_rollout_ref.rollout.top_p"] == 1.0
     assert trl.max_completion_length == verl["data.max_response_length"] == 4096
     assert trl.num_train_epochs == verl["trainer.total_epochs"] == 2
+    # checkpoints as often: a TRL step is one update, a verl step one batch
+    assert trl.save_steps == verl["trainer.save_freq"] * updates
 
 
 def test_dynamic_sampling_is_an_override_verl_accepts(

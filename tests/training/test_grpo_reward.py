@@ -63,7 +63,7 @@ class Recorder:
         return [0.0] * len(kwargs["completions"])
 
 
-def teach(model_dir: Path, out: Path) -> Path:
+def teach(model_dir: Path, out: Path, rows: list[dict[str, Any]] = ROWS, steps: int = 80) -> Path:
     """Next-token training on the rows' targets, until sampling gives each of them."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -71,7 +71,7 @@ def teach(model_dir: Path, out: Path) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     sequences = []
-    for row in ROWS:
+    for row in rows:
         prompt = tokenizer.apply_chat_template(
             row["prompt"], tokenize=False, add_generation_prompt=True
         )
@@ -84,7 +84,7 @@ def teach(model_dir: Path, out: Path) -> Path:
             sequences.append((ids, labels))
     torch.manual_seed(0)
     optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
-    for _ in range(80):
+    for _ in range(steps):
         loss = sum(model(input_ids=ids, labels=labels).loss for ids, labels in sequences)
         optimizer.zero_grad()
         loss.backward()

@@ -100,7 +100,7 @@ def test_recipe_mistakes_are_one_line_errors(tiny_model: Path, exported: Exporte
         (["isolation=bogus"], "isolation 'bogus'; expected one of auto, bubblewrap, fallback"),
         (["executor=slurm"], "override executor=: executor slurm: expected local, ray or ray:"),
         (["rewards=[nope]"], "override rewards=: unknown reward 'nope'"),
-        (["reward_weights=[1,2]"], "override reward_weights=: reward_weights has 2 values"),
+        (["reward_weights=[1,2,3]"], "override reward_weights=: reward_weights has 3 values"),
     ]
     base = [f"model_name_or_path={tiny_model}", f"dataset={exported.grpo}", *CPU]
     for extra, message in cases:
@@ -351,7 +351,7 @@ def test_a_reward_by_import_path_and_reward_mistakes(
     mistakes = {
         "rewards=[nope]": "unknown reward 'nope'",
         "rewards=[my_rewards.missing]": "cannot be imported",
-        "reward_weights=[1.0,2.0]": "reward_weights has 2 values for 1 rewards",
+        "reward_weights=[1.0,2.0,3.0]": "reward_weights has 3 values for 2 rewards",
     }
     for override, message in mistakes.items():
         with pytest.raises(RecipeError, match=message.replace("[", r"\[")):

@@ -15,18 +15,31 @@ from codereasoner.training.export import (
     LLAMAFACTORY_NAMES,
     VERL_DATA_SOURCE,
     ExportError,
+    RecordFilter,
     export,
     parse_directions,
 )
+from codereasoner.training.pass_rate import PassRateFilter
+
+# The formats that write prompts for RL (every record), which a pass rate can filter.
+RL_FORMATS = ("trl-grpo", "verl")
 
 FORMAT_HELP = (
-    "What to write. trl-sft: JSONL of conversational 'messages' (user prompt, assistant "
-    "completion), verified records only. trl-grpo: JSONL of 'prompt' (chat list) plus the reward "
+    "What to write. trl-sft: JSONL of conversational 'prompt' (the user message) and "
+    "'completion' (the assistant message) rows, so TRL trains on the completion only; verified "
+    "records only. trl-grpo: JSONL of 'prompt' (chat list) plus the reward "
     "columns direction, code, entry_point, call, target, case_id, probes; every record. "
     "llamafactory-alpaca / llamafactory-sharegpt: a LLaMA-Factory dataset_dir, verified records "
     "only. verl: parquet (needs pyarrow, in the train extra) with data_source "
     f"'{VERL_DATA_SOURCE}' (verl selects the reward by it), prompt, ability 'code', reward_model "
     "and extra_info; every record."
+)
+PASS_RATE_HELP = (
+    "trl-grpo and verl only: keep the records whose pass rate in DIR lies strictly between "
+    "--pass-above and --pass-below. DIR is a `codereasoner distill` folder of the model GRPO "
+    "starts from (--teacher SFT_MODEL --k 8 --temperature 1.0 --max-tokens 4096, over the same "
+    "cases, directions, style and hint): a prompt it always or never solves gives a whole GRPO "
+    "group the advantage 0."
 )
 OUT_HELP = (
     "Where to write. trl-sft, trl-grpo: a .jsonl file; verl: a .parquet file; "
@@ -58,16 +71,52 @@ def export_command(
     ] = ",".join(DIRECTIONS),
     split: Annotated[str, typer.Option(help="verl only: the extra_info.split value.")] = "train",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out.")] = False,
+    pass_rate: Annotated[
+        Path | None,
+        typer.Option("--pass-rate", metavar="DIR", help=PASS_RATE_HELP, show_default=False),
+    ] = None,
+    pass_above: Annotated[
+        float | None,
+        typer.Option(
+            help="With --pass-rate: leave out pass rates at or below this (-1: none).  [default: 0]"
+        ),
+    ] = None,
+    pass_below: Annotated[
+        float | None,
+        typer.Option(
+            help="With --pass-rate: leave out pass rates at or above this (2: none).  [default: 1]"
+        ),
+    ] = None,
 ) -> None:
     """Export distilled.jsonl as TRL (SFT, GRPO), LLaMA-Factory or verl training data."""
     try:
         if fmt not in FORMATS:
             raise ExportError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        select = _pass_rate_filter(fmt, pass_rate, pass_above, pass_below)
         check_parents("--out", out)  # a file in the way: one line, not an OSError at the end
-        summary = export(source, fmt, out, parse_directions(directions), force=force, split=split)
+        summary = export(
+            source, fmt, out, parse_directions(directions), force=force, split=split, select=select
+        )
     except ExportError as exc:
         fail(str(exc))
     typer.echo(safe_text(summary.line()))
+
+
+def _pass_rate_filter(
+    fmt: str, source: Path | None, above: float | None, below: float | None
+) -> RecordFilter | None:
+    if source is None:
+        if above is not None or below is not None:
+            flag = "--pass-above" if above is not None else "--pass-below"
+            raise ExportError(f"{flag} needs --pass-rate DIR (the pass rates to filter by)")
+        return None
+    if fmt not in RL_FORMATS:
+        raise ExportError(
+            f"--pass-rate filters RL prompts: --format {' or '.join(RL_FORMATS)}, not {fmt}"
+        )
+    return PassRateFilter.read(
+        source, 0.0 if above is None else above, 1.0 if below is None else below
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -48,7 +48,10 @@ def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -
             read_data(recipe)  # the rows as training reads them: one error line when bad
             _print_settings(recipe)
             return
-        result = train(recipe, log=lambda line: console.print(safe_cell(line), highlight=False))
+        result = train(
+            recipe,
+            log=lambda line: console.print(safe_cell(line), highlight=False, soft_wrap=True),
+        )
     except (RecipeError, FolderBusy) as exc:
         if not is_main_process():  # rank 0 says it, once
             raise typer.Exit(2) from None

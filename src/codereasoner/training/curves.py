@@ -2,8 +2,11 @@
 
 GRPO's curves are CodeReasoner's Figure 6: mean reward, the share of clipped (over-long)
 responses, mean response length and accuracy by direction; SFT's are the loss and learning rate.
+With an ``eval_dataset``, the evaluations are drawn with them (``eval_reward`` beside the
+reward, ``eval_loss`` beside the loss).
 
-- ``OUTPUT_DIR/train_curves.jsonl``: one line per logging step (every value the trainer logged).
+- ``OUTPUT_DIR/train_curves.jsonl``: one line per logging step (every value the trainer logged)
+  and one per evaluation (its ``eval_*`` values).
   It is rewritten from the trainer's restored log history when a run resumes, so a resumed run
   holds each step once;
 - ``OUTPUT_DIR/train_curves.png``: the panels, redrawn at every checkpoint and at the end;
@@ -39,11 +42,11 @@ class Panel:
 
 
 PANELS = (
-    Panel("mean reward", ("reward",)),
+    Panel("mean reward", ("reward", "eval_reward")),
     Panel("clipped (over-long) responses", ("completions/clipped_ratio",)),
     Panel("mean response length (tokens)", ("completions/mean_length",)),
     Panel("accuracy by direction", tuple(ACCURACY + d for d in DIRECTIONS)),
-    Panel("loss", ("loss",)),
+    Panel("loss", ("loss", "eval_loss")),
     Panel("learning rate", ("learning_rate",)),
 )
 # The progress bar's suffix: logged name -> short label.
@@ -55,20 +58,14 @@ SHOWN = {
     ACCURACY + "forward": "acc_fwd",
     ACCURACY + "backward": "acc_bwd",
     ACCURACY + "probe": "acc_probe",
+    "eval_reward": "eval_reward",
+    "eval_loss": "eval_loss",
 }
 
 
-def _training_entries(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The log history's training logs (not the final summary or evaluation lines)."""
-    return [
-        dict(entry)
-        for entry in history
-        if "step" in entry and "train_runtime" not in entry and not _is_eval(entry)
-    ]
-
-
-def _is_eval(entry: Mapping[str, Any]) -> bool:
-    return any(key.startswith("eval_") for key in entry)
+def _logged_entries(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The log history's training and evaluation logs (not the final summary)."""
+    return [dict(entry) for entry in history if "step" in entry and "train_runtime" not in entry]
 
 
 def _finite(value: Any) -> bool:
@@ -86,7 +83,7 @@ class CurvesCallback(TrainerCallback):
         if not state.is_world_process_zero:
             return
         # The history restored from a checkpoint: earlier lines past it are redone, so dropped.
-        entries = _training_entries(state.log_history)
+        entries = _logged_entries(state.log_history)
         self.jsonl.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(self.jsonl, "".join(json.dumps(e) + "\n" for e in entries))
 
@@ -94,8 +91,6 @@ class CurvesCallback(TrainerCallback):
         self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any
     ) -> None:
         if not state.is_world_process_zero or not logs or "train_runtime" in logs:
-            return
-        if _is_eval(logs):
             return
         entry = {"step": state.global_step, "epoch": state.epoch, **logs}
         with self.jsonl.open("a", encoding="utf-8") as handle:
@@ -163,7 +158,12 @@ def plot_curves(entries: Sequence[Mapping[str, Any]], out: Path) -> Path:
 
 
 class MetricsProgress(ProgressCallback):
-    """transformers' progress bar, with the latest figures as its suffix instead of dict dumps."""
+    """transformers' progress bar, with the latest figures as its suffix instead of dict dumps
+    (an evaluation's beside the training step's)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.latest: dict[str, str] = {}  # label -> the latest value shown
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any
@@ -175,4 +175,6 @@ class MetricsProgress(ProgressCallback):
             label: f"{logs[key]:.3g}" for key, label in SHOWN.items() if _finite(logs.get(key))
         }
         if shown:
-            bar.set_postfix(shown, refresh=False)
+            self.latest.update(shown)
+            order = [label for label in SHOWN.values() if label in self.latest]
+            bar.set_postfix({label: self.latest[label] for label in order}, refresh=False)

@@ -336,6 +336,7 @@ def load_recipe(
         raise RecipeError(
             f"{source('executor')}: {exc}".replace("--executor ", "executor ")
         ) from None
+    _check_evaluation(stage, train, config, source)
     if stage is Stage.GRPO:
         from codereasoner.training.grpo_rewards import check_rewards
 
@@ -347,6 +348,36 @@ def load_recipe(
     if env:
         merged[ENV_KEY] = env
     return Recipe(stage, where, train, config, model, merged, hardware_checked=hardware)
+
+
+def _check_evaluation(
+    stage: Stage, train: TrainArguments, config: Any, source: Callable[[str], str]
+) -> None:
+    """Evaluation needs held-out data; GRPO's best checkpoint needs a metric of its answers."""
+    strategy = str(getattr(config.eval_strategy, "value", config.eval_strategy))
+    if strategy != "no" and not train.eval_dataset:
+        raise RecipeError(
+            f"{source('eval_strategy')}: eval_strategy {strategy} needs eval_dataset "
+            "(held-out rows in the training data's format)"
+        )
+    if not config.load_best_model_at_end:
+        return
+    saving = str(getattr(config.save_strategy, "value", config.save_strategy))
+    if strategy == saving == "steps" and config.save_steps != config.eval_steps:
+        # transformers allows a multiple, but only a saved step can be returned to: a best
+        # evaluation between checkpoints would be lost, and the last model kept instead
+        raise RecipeError(
+            f"{source('save_steps')}: load_best_model_at_end returns to the checkpoint of the "
+            f"best evaluation, so save_steps ({config.save_steps:g}) must equal eval_steps "
+            f"({config.eval_steps:g})"
+        )
+    metric = config.metric_for_best_model or ""
+    if stage is Stage.GRPO and metric.endswith("loss"):
+        # GRPO's loss on fresh samples averages advantages that sum to zero in each group.
+        raise RecipeError(
+            f"{source('metric_for_best_model')}: GRPO's {metric} does not rank checkpoints; "
+            "set metric_for_best_model: eval_reward (the mean reward of held-out answers)"
+        )
 
 
 # transformers 5.24 renamed these (training.md P2); recipes keep the old names, which older

@@ -12,7 +12,9 @@ output folder, resumably:
   the same command runs again (checkpoints: TRL's ``save_strategy``/``save_steps``);
 - at the end the model is saved in the output folder itself (merged, when trained with LoRA;
   the adapter in ``adapter/``), ready for ``codereasoner eval --model hf:OUTPUT_DIR``, and
-  ``train_done.json`` marks the folder finished: running the command again reports it.
+  ``train_done.json`` marks the folder finished: running the command again reports it. With
+  ``load_best_model_at_end`` (and an ``eval_dataset``), that model is the best checkpoint's by
+  ``metric_for_best_model``, and ``train_done.json`` names it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner.execution import SandboxUnavailable
-from codereasoner.files import write_atomic
+from codereasoner.files import parse_json, write_atomic
 from codereasoner.models import BackendError
 from codereasoner.models.packaged import local_model
 from codereasoner.synth.writer import FolderBusy, exclusive
@@ -77,7 +79,7 @@ def read_dataset(path: Path, stage: Stage, limit: int | None = None) -> list[dic
             continue
         where = f"{path}:{number}"
         try:
-            row = json.loads(line)
+            row = parse_json(line)
         except json.JSONDecodeError:
             raise RecipeError(f"{where}: not a JSON object") from None
         if not isinstance(row, dict):
@@ -237,6 +239,7 @@ class TrainResult:
     steps: int
     seconds: float
     metrics: dict[str, Any]
+    best: dict[str, Any] | None = None  # the best checkpoint, when it became the final model
 
 
 def last_checkpoint(output_dir: Path) -> Path | None:
@@ -262,10 +265,13 @@ def _digest(path: Path) -> str:
 def _identity(recipe: Recipe) -> dict[str, Any]:
     assert recipe.train.dataset is not None
     dataset = Path(recipe.train.dataset)
+    held_out = recipe.train.eval_dataset
     return {
         "stage": recipe.stage.value,
         "model": recipe.model.model_name_or_path,
         "dataset_sha256": _digest(dataset),
+        # the best checkpoint is chosen on it: evaluations on other data would not compare
+        "eval_dataset_sha256": _digest(Path(held_out)) if held_out else None,
         "max_samples": recipe.train.max_samples,
         "rewards": recipe.train.rewards if recipe.stage is Stage.GRPO else None,
     }
@@ -281,7 +287,7 @@ def _check_run_record(recipe: Recipe) -> bool:
     if not record.exists():
         return True
     try:
-        before = json.loads(record.read_text(encoding="utf-8"))["identity"]
+        before = parse_json(record.read_text(encoding="utf-8"))["identity"]
     except (OSError, ValueError, KeyError, TypeError):
         raise RecipeError(f"{record}: unreadable; remove it or choose another output_dir") from None
     changed = [key for key, value in _identity(recipe).items() if before.get(key) != value]
@@ -316,7 +322,7 @@ def _plan(recipe: Recipe) -> _Plan:
     first = _check_run_record(recipe)
     done = recipe.output_dir / DONE_FILE
     if done.exists():
-        return _Plan(finished=json.loads(done.read_text(encoding="utf-8")))
+        return _Plan(finished=parse_json(done.read_text(encoding="utf-8")))
     checkpoint = _resume_point(recipe)
     return _Plan(checkpoint=str(checkpoint) if checkpoint else None, first=first)
 
@@ -404,11 +410,37 @@ def train(recipe: Recipe, log: Callable[[str], None] = print) -> TrainResult:
         outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         _save_final(trainer, out, log)
         metrics = dict(outcome.metrics)
+        best = best_checkpoint(trainer.args, trainer.state)
         if trainer.is_world_process_zero():
-            _write_json(out / DONE_FILE, {"steps": trainer.state.global_step, "metrics": metrics})
-        return TrainResult(
-            out, checkpoint, False, trainer.state.global_step, time.monotonic() - started, metrics
-        )
+            done = {"steps": trainer.state.global_step, "metrics": metrics, "best": best}
+            _write_json(out / DONE_FILE, done)
+            if best is not None:
+                log(_best_line(best, out))
+        steps = trainer.state.global_step
+        return TrainResult(out, checkpoint, False, steps, time.monotonic() - started, metrics, best)
+
+
+def best_checkpoint(args: Any, state: Any) -> dict[str, Any] | None:
+    """The best evaluation of a ``load_best_model_at_end`` run and the checkpoint loaded for it
+    before the final save (``checkpoint`` None: the starting model, evaluated with
+    ``eval_on_start``, stayed the best, and has no checkpoint); None when it is off or nothing
+    was evaluated."""
+    if not args.load_best_model_at_end or state.best_metric is None:
+        return None
+    folder = state.best_model_checkpoint
+    return {
+        "checkpoint": Path(folder).name if folder else None,
+        "step": state.best_global_step,
+        "metric": args.metric_for_best_model,
+        "value": state.best_metric,
+    }
+
+
+def _best_line(best: dict[str, Any], out: Path) -> str:
+    score = f"{best['metric']} {best['value']:.4g}"
+    if best["checkpoint"] is None:
+        return f"no checkpoint beat the starting model ({score}); the model in {out} is the last"
+    return f"the model in {out} is the best checkpoint, {best['checkpoint']} ({score})"
 
 
 def is_main_process() -> bool:
