@@ -656,7 +656,7 @@ def source_digest(source: SourceProblems) -> str:
 def check_out(out: Path, settings: BuildSettings) -> None:
     """OutputError or SettingsChanged when ``out`` cannot take this build (checked before any
     work, the programs read excepted; nothing is written)."""
-    _Store.check(out, parse_json(json.dumps(settings.fixed())), ignore=(SOURCE_DIGEST,))
+    _Store.check(out, json.loads(json.dumps(settings.fixed())), ignore=(SOURCE_DIGEST,))
 
 
 class _Store:
@@ -666,7 +666,7 @@ class _Store:
     def __init__(self, out: Path, settings: Mapping[str, Any]) -> None:
         self.out = out
         self.path = out / PROBLEMS_FILE
-        self.settings = parse_json(json.dumps(dict(settings)))
+        self.settings = json.loads(json.dumps(dict(settings)))
         if not self.check(out, self.settings):
             write_atomic(
                 out / SETTINGS_FILE,

@@ -54,7 +54,7 @@ from codereasoner.execution import (
     open_executor,
 )
 from codereasoner.execution.sandbox import ISOLATION_MODES
-from codereasoner.files import parse_json, write_atomic
+from codereasoner.files import write_atomic
 from codereasoner.models.base import (
     Backend,
     Completion,
@@ -135,7 +135,7 @@ class RunSettings:
     def config(self) -> dict[str, Any]:
         """The run row's config (JSON)."""
         sampling = {
-            key: value for key, value in parse_json(self.sampling.key()).items() if key != "stop"
+            key: value for key, value in json.loads(self.sampling.key()).items() if key != "stop"
         }
         return {
             "benchmarks": list(self.benchmarks),

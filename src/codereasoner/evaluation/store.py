@@ -113,11 +113,18 @@ def connect(
         connection.executescript(SCHEMA)
         connection.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         connection.commit()
+    try:
+        _check_version(connection, path)
+    except ValueError:
+        connection.close()
+        raise
+    return connection
+
+
+def _check_version(connection: sqlite3.Connection, path: Path) -> None:
     version = connection.execute("PRAGMA user_version").fetchone()[0]
     if version != SCHEMA_VERSION:
-        connection.close()
         raise ValueError(f"{path}: run store schema version {version}, expected {SCHEMA_VERSION}")
-    return connection
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
@@ -137,11 +144,7 @@ def _read_only(path: Path) -> sqlite3.Connection:
             raise ValueError(
                 f"{path}: not a run store ({not_tables[0]} is a {kinds[not_tables[0]]})"
             )
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
-        if version != SCHEMA_VERSION:
-            raise ValueError(
-                f"{path}: run store schema version {version}, expected {SCHEMA_VERSION}"
-            )
+        _check_version(connection, path)
     except BaseException:
         connection.close()
         raise

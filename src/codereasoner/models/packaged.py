@@ -73,9 +73,6 @@ class PackagedModel:
     chat: bool
     license: str
 
-    def install_hint(self) -> str:
-        return self.install
-
 
 def _file_in_package(filename: str) -> Callable[[str, Path], Path]:
     def locate(module: str, folder: Path) -> Path:
@@ -156,7 +153,7 @@ def packaged_gguf(model: PackagedModel) -> Path:
     except ModuleNotFoundError:
         raise BackendError(
             f"{model.title} ships in the package {model.requirement.split('=')[0]}, which is "
-            f"not installed: {model.install_hint()}"
+            f"not installed: {model.install}"
         ) from None
     except (OSError, ValueError) as exc:
         raise BackendError(f"cannot get {model.title}'s GGUF file ({_one_line(exc)})") from None

@@ -27,10 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from codereasoner.execution import CallSyntaxError, ExecResult, Status, parse_call
-from codereasoner.execution.code_safety import (
-    Finding,
-    ForbiddenFinder,
-)
+from codereasoner.execution.code_safety import Finding, unsafe_construct
 from codereasoner.execution.determinism import observable
 from codereasoner.synth.case import Candidate, Drop
 
@@ -142,7 +139,7 @@ def check_static(candidate: Candidate, config: FilterConfig | None = None) -> Dr
         return _drop(candidate, STATIC, "syntax_error", str(exc) or type(exc).__name__)
     found = _check_module(tree, candidate.entry_point)
     if found is None:
-        found = ForbiddenFinder().first(tree)
+        found = unsafe_construct(tree)
     if found is not None:
         reason, node, detail = found
         where = f"line {getattr(node, 'lineno', '?')}: " if node is not None else ""

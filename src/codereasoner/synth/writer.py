@@ -104,7 +104,7 @@ class RunWriter:
 
     def __init__(self, out_dir: Path, settings: Mapping[str, Any]) -> None:
         self.dir = out_dir
-        self.settings = parse_json(json.dumps(dict(settings)))  # as it reads back from JSON
+        self.settings = json.loads(json.dumps(dict(settings)))  # as it reads back from JSON
         self.done = 0
         self.complete = False
         self.sizes = dict.fromkeys(DATA_FILES, 0)
