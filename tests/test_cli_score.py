@@ -152,6 +152,7 @@ def test_score_jsonl_completions(tmp_path: Path) -> None:
         (["-g", "{ok}", "--bench", "reval", "--k", "1"], "--k does not apply to reval"),
         (["-g", "{ok}", "--bench", "core", "--timeout", "1"], "--timeout does not apply to core"),
         (["-g", "{ok}", "--bench", "core", "--grading", "strict"], "--grading does not apply"),
+        (["-g", "{ok}", "--bench", "reval", "--strict-report"], "--strict-report does not apply"),
         (["-g", "{part}"], "4 of 6 ids have no generations (first: 'sample_2'); every id needs at "
          "least one, or score only the ids the file has with --subset"),
         (["-g", "{ok}", "--workers", "0"], "--workers 0: expected at least 1 sandbox worker"),

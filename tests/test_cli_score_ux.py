@@ -420,6 +420,20 @@ def test_subset_of_reval_as_json_lines_and_as_logs(tmp_path: Path) -> None:
     one_error_line(done, f"{odd}:1: field 'id' must be a string")
 
 
+def test_a_reval_subset_of_one_source_prints_its_table(tmp_path: Path) -> None:
+    """Answers for HumanEval programs only: the table has no ClassEval column (it crashed)."""
+    bench = benchmarks.get("reval")
+    items = bench.load(FIXTURES / "reval")
+    chosen = [item for item in items if item.metadata.get("source") == "humaneval"]
+    assert chosen and len(chosen) < len(items)
+    path = tmp_path / "human.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in reval_lines(chosen)))
+    done = cli("score", "--bench", "reval", "-g", path, "--data-dir", FIXTURES, "--subset")
+    assert done.returncode == 0, done.stderr
+    assert "humaneval" in done.stdout and "classeval" not in done.stdout
+    assert "Traceback" not in done.stderr
+
+
 # -- 9. flags and paths checked before anything is loaded ---------------------------------
 
 

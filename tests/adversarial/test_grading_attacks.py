@@ -18,7 +18,15 @@ import pytest
 
 from codereasoner import benchmarks, tasks
 from codereasoner.execution import Limits, Pool
-from codereasoner.tasks import Answer, InputPrediction, Item, OutputPrediction, Reason, run_plans
+from codereasoner.tasks import (
+    Answer,
+    Grading,
+    InputPrediction,
+    Item,
+    OutputPrediction,
+    Reason,
+    run_plans,
+)
 
 CRUX = Path(__file__).resolve().parents[1] / "fixtures" / "cruxeval"
 LIMITS = Limits(timeout_s=1.0, wall_timeout_s=2.0, memory_mb=512)
@@ -196,3 +204,33 @@ def test_forged_reval_output_verdicts_are_wrong(
             assert not score.correct and score.reason is not Reason.SANDBOX_ERROR, score
     honest = task.plan(human, [Answer("assert total([1, 2]) == 11")])
     assert run_plans(pool, [honest], LIMITS)[0][0].correct
+
+
+def test_a_copied_reval_call_passes_officially_and_fails_strictly(
+    pool: Pool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``assert g(X) == g(X)`` states no value: upstream's execution passes it, so official
+    grading keeps parity (docs/evaluation.md lists it); strict grading wants literal holes."""
+    from codereasoner.benchmarks import reval
+
+    fixtures = CRUX.parent / "reval"
+    paths = {name: fixtures / name for name in (reval.DATA.filename, reval.TASKS.filename)}
+    loaded = reval.load(paths, pool=pool, cache=tmp_path_factory.mktemp("cache"))
+    items = {item.id: item for item in loaded}
+    human, classeval = items["DREval/1/0/output"], items["DREval/2/0/output"]
+    copies = [
+        (human, ["assert total([1, 2]) == total([1, 2])", "assert total([1, 2]) == total([2, 1])"]),
+        (
+            classeval,
+            ["assertEqual(self.counter.add(5), 15)\nassertEqual(self.counter.add(2), 15 + 2)"],
+        ),
+    ]
+    task = tasks.get(human.task)
+    for item, answers in copies:
+        plan = task.plan(item, [Answer(answer) for answer in answers], Grading.OFFICIAL)
+        assert all(score.correct for score in run_plans(pool, [plan], LIMITS)[0])
+        plan = task.plan(item, [Answer(answer) for answer in answers], Grading.STRICT)
+        strict = run_plans(pool, [plan], LIMITS)[0]
+        assert [score.reason for score in strict] == [Reason.NOT_LITERAL] * len(answers)
+    literal = task.plan(human, [Answer("assert total([1, 2]) == 11")], Grading.STRICT)
+    assert run_plans(pool, [literal], LIMITS)[0][0].correct

@@ -58,6 +58,7 @@ class Hostile:
     def __init__(self) -> None:
         self.body = b"{}"
         self.stream: int | None = None  # stream this many bytes without a length instead
+        self.drip_s: float | None = None  # send the body one byte at a time, this far apart
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -77,11 +78,17 @@ class Hostile:
         self.loop.run_forever()
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
-        if self.stream is None:
+        if self.stream is None and self.drip_s is None:
             return web.Response(body=self.body, content_type="application/json")
         response = web.StreamResponse()
         response.enable_chunked_encoding()
         await response.prepare(request)
+        if self.drip_s is not None:
+            for byte in self.body:
+                await response.write(bytes([byte]))
+                await asyncio.sleep(self.drip_s)
+            return response
+        assert self.stream is not None
         chunk = b" " * (1 << 16)
         for _ in range(self.stream // len(chunk) + 1):
             await response.write(chunk)
@@ -99,8 +106,9 @@ def hostile() -> Iterator[Hostile]:
     server.loop.call_soon_threadsafe(server.loop.stop)
 
 
-def _generate(server: Hostile) -> list[Completion]:
-    backend = load_backend(f"openai:m@{server.url}", max_retries=0, backoff_s=0.01)
+def _generate(server: Hostile, **options: Any) -> list[Completion]:
+    options = {"max_retries": 0, "backoff_s": 0.01, **options}
+    backend = load_backend(f"openai:m@{server.url}", **options)
     found: list[Completion] = []
     request = Request("x", sampling=Sampling(max_tokens=4))
     backend.generate([request], lambda index, done: found.extend(done))
@@ -140,3 +148,24 @@ def test_a_body_past_the_bound_is_refused_while_it_streams(
     with pytest.raises(BackendError, match="longer than 1048576 bytes"):
         _generate(hostile)
     hostile.stream = None
+
+
+def test_a_dripping_server_is_given_up_and_named(
+    hostile: Hostile, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One byte every 0.2 s: the body is refused once its time is up, and a warning names the
+    request still in flight before that (a default-sized reply would hold a request for hours)."""
+    hostile.body, hostile.stream, hostile.drip_s = _reply(), None, 0.2
+    try:
+        slow = pytest.raises(BackendError, match="took longer than 1 s after its headers")
+        with caplog.at_level("WARNING", logger="codereasoner.models.openai"), slow:
+            _generate(hostile, body_timeout_s=1.0, warn_slow_s=0.5)
+    finally:
+        hostile.drip_s = None
+    assert any("in flight for" in record.getMessage() for record in caplog.records)
+
+
+def test_a_prompt_reply_is_not_hurried(hostile: Hostile) -> None:
+    hostile.body, hostile.stream, hostile.drip_s = _reply(), None, None
+    (completion,) = _generate(hostile, body_timeout_s=1.0, warn_slow_s=0.5)
+    assert completion.text == "ok"

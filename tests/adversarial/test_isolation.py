@@ -29,7 +29,13 @@ from pathlib import Path
 import pytest
 
 from codereasoner.execution import ExecResult, Limits, Pool, Program, Status, parse_call
-from codereasoner.execution.sandbox import STAGE_OWNER_FILE, stage_files
+from codereasoner.execution.sandbox import (
+    STAGE_OWNER_FILE,
+    SandboxUnavailable,
+    check_grading_isolation,
+    plan_isolation,
+    stage_files,
+)
 from tests.conftest import SHARED_DATA
 
 CANARY = Program("def f(xs):\n    return sorted(xs) + [len(xs), abs(-2)]")
@@ -602,6 +608,23 @@ def test_forged_result_values_are_only_ever_the_programs_own(solo: Pool) -> None
     assert_serves(solo)
 
 
+def test_a_program_cannot_replace_the_renderer(solo: Pool) -> None:
+    """``import values`` in the program is a copy of its own: what it replaces there is not
+    what the worker reports with (a generated program forged its recorded output so)."""
+    source = """
+        import values
+        values.render = lambda value, **options: "'FORGED'"
+        values.type_name = lambda value: "str"
+        def f():
+            import values as again
+            again.render = lambda value, **options: "'FORGED'"
+            return 42
+    """
+    result = _run(solo, source)
+    assert returned(result) == 42 and result.value_type == "int", result.describe()
+    assert_serves(solo)
+
+
 def test_a_real_setup_failure_is_still_a_sandbox_error(solo: Pool) -> None:
     # An address-space limit no rlimit can hold makes the child's set-up itself fail.
     result = _run(solo, "def f():\n    return 1", limits=Limits(memory_mb=1 << 45))
@@ -808,3 +831,40 @@ def test_proc_tells_nothing_about_the_host_under_bubblewrap() -> None:
     assert all(value in ("", "PermissionError", "FileNotFoundError") for value in shown.values()), (
         shown
     )
+
+
+def _eval_without_bubblewrap(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """``eval`` on a PATH where no bubblewrap is found (the interpreter is named in full)."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir(exist_ok=True)
+    out = tmp_path / f"run{len(flags)}"
+    return subprocess.run(
+        [sys.executable, "-m", "codereasoner", "eval", "--model", "oracle", "--bench",
+         "cruxeval-o", "--limit", "2", "--data-dir", str(PROJECT_ROOT / "tests" / "fixtures"),
+         "--out", str(out), *flags],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PATH": str(empty)},
+    )  # fmt: skip
+
+
+def test_grading_refuses_the_fallback_unless_it_is_asked_for(tmp_path: Path) -> None:
+    """Without bubblewrap an answer can read the benchmark's truths, so ``auto`` does not quietly
+    grade under the fallback; ``--isolation fallback`` by name still grades, with its warning."""
+    refused = _eval_without_bubblewrap(tmp_path)
+    assert refused.returncode != 0
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--isolation fallback" in lines[0], refused.stderr
+    assert "Traceback" not in refused.stderr
+    asked = _eval_without_bubblewrap(tmp_path, "--isolation", "fallback")
+    assert asked.returncode == 0, asked.stderr
+    assert "bubblewrap unavailable" in asked.stderr
+    assert "pass@1" in asked.stdout
+
+
+def test_only_grading_refuses_the_fallback() -> None:
+    plan = plan_isolation("fallback")
+    check_grading_isolation(plan, "fallback")
+    with pytest.raises(SandboxUnavailable, match="benchmark's truths"):
+        check_grading_isolation(plan, "auto")
+    with Pool(1, isolation="fallback", grading=True) as pool:
+        assert_serves(pool)

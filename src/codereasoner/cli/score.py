@@ -245,7 +245,7 @@ def _check_applies(bench: benchmarks.Benchmark, family: Family, **given: object)
         "k": not family.pass_at_k,
         "copies": not family.pass_at_k,
         "grading": not family.uses_grading,
-        "strict": not family.uses_grading,
+        "strict": not (family.uses_grading and family.strict_report),
         "timeout": not family.uses_sandbox,
     }
     flags = {"strict": "--strict-report"}
@@ -274,7 +274,10 @@ def _score_pass(
     wrong_task = wrong_task_warning(bench, items, answers, same_data(bench, options.data_dir))
     started = time.perf_counter()
     limits = options.limits
-    with open_pool(workers=options.workers, limits=limits, isolation=options.isolation) as pool:
+    opened = open_pool(
+        workers=options.workers, limits=limits, isolation=options.isolation, grading=True
+    )
+    with opened as pool:
         memo: Memo = {}
         official = score(
             bench,

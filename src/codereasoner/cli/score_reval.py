@@ -36,8 +36,11 @@ def score_reval_file(
         fail(str(exc) + ("" if options.subset else _subset_hint(bench, options, items)))
     started = time.perf_counter()
     limits = options.limits
-    with open_pool(workers=options.workers, limits=limits, isolation=options.isolation) as pool:
-        scored = score_reval(chosen, found.answers, pool, limits)
+    opened = open_pool(
+        workers=options.workers, limits=limits, isolation=options.isolation, grading=True
+    )
+    with opened as pool:
+        scored = score_reval(chosen, found.answers, pool, limits, options.grading)
     report = reval_report(
         bench,
         scored,
@@ -104,7 +107,9 @@ def print_reval(report: dict[str, Any]) -> None:
     )
     console.print(safe_cell(title), highlight=False, soft_wrap=True)
     table = Table()
-    for column in ("metric", "all", "humaneval", "classeval"):
+    # a source with no item is absent from the report, and so from the table
+    sources = [name for name in ("humaneval", "classeval") if name in report["by_source"]]
+    for column in ("metric", "all", *sources):
         table.add_column(column, justify="left" if column == "metric" else "right")
     rows = [("coverage acc", "coverage", "acc"), ("coverage precision", "coverage", "prec"),
             ("coverage recall", "coverage", "rec"), ("coverage F1", "coverage", "f1"),
@@ -114,7 +119,7 @@ def print_reval(report: dict[str, Any]) -> None:
     for label, key, inner in rows:
         cells = [
             _cell(part, key, inner)
-            for part in (report, report["by_source"]["humaneval"], report["by_source"]["classeval"])
+            for part in (report, *(report["by_source"][name] for name in sources))
         ]
         if any(cell != "-" for cell in cells):
             table.add_row(label, *cells)

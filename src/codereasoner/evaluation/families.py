@@ -56,7 +56,8 @@ class Family:
 
     name: str = ""
     report_type: type[PassReport] | type[RevalReport] | type[CoreReport] = PassReport
-    uses_grading: bool = True  # --grading and --strict-report apply (else: its own rule)
+    uses_grading: bool = True  # --grading applies (else: its own rule)
+    strict_report: bool = True  # --strict-report applies (with uses_grading)
     uses_sandbox: bool = True  # answers may run in the sandbox: --timeout applies
     pass_at_k: bool = True  # --k and --copies apply
     marker_keys: tuple[str, ...] = ()  # a stored report holding any of these is of this family
@@ -141,7 +142,7 @@ class PassAtK(Family):
 class Reval(Family):
     name = RevalReport.kind
     report_type = RevalReport
-    uses_grading = False
+    strict_report = False
     pass_at_k = False
     marker_keys = ("avg_acc", "by_source")
 
@@ -154,7 +155,7 @@ class Reval(Family):
         grading: Grading,
         limits: Limits,
     ) -> dict[str, list[Score]]:
-        return score_reval(items, answers, pool(), limits).scores
+        return score_reval(items, answers, pool(), limits, grading).scores
 
     def report(
         self,

@@ -33,7 +33,7 @@ from codereasoner.evaluation.reval_metrics import (
     incremental_consistency,
 )
 from codereasoner.execution import Executor, Limits
-from codereasoner.tasks import Answer, Extracted, Item, Reason, Score, run_plans
+from codereasoner.tasks import Answer, Extracted, Grading, Item, Reason, Score, run_plans
 
 __all__ = ["KINDS", "LIMITS", "RevalScored", "read_reval_generations", "score_reval"]
 
@@ -296,9 +296,11 @@ def score_reval(
     answers: Mapping[str, Sequence[Extracted]],
     pool: Executor | None,
     limits: Limits = LIMITS,
+    grading: Grading = Grading.OFFICIAL,
 ) -> RevalScored:
-    """Grade every answered item; output answers run in ``pool`` (batched per program)."""
+    """Grade every answered item; output answers run in ``pool`` (batched per program).
+    ``grading``: strict refuses output answers whose holes are not literals."""
     chosen = [item for item in items if item.id in answers]
-    plans = [tasks.get(item.task).plan(item, answers[item.id]) for item in chosen]
+    plans = [tasks.get(item.task).plan(item, answers[item.id], grading) for item in chosen]
     results = run_plans(pool, plans, limits)
     return RevalScored(list(items), {i.id: r for i, r in zip(chosen, results, strict=True)})

@@ -35,6 +35,7 @@ from codereasoner.execution.protocol import ExecResult, Limits, TraceOptions
 from codereasoner.execution.sandbox import (
     IsolationPlan,
     SandboxUnavailable,
+    check_grading_isolation,
     plan_isolation,
     sandbox_environment,
     stage_files,
@@ -223,11 +224,14 @@ class Pool(BatchRunner):
         recycle_after: int = 2000,
         require_seccomp: bool = True,
         pipeline: int = 2,
+        grading: bool = False,
     ) -> None:
         self.size = workers or os.cpu_count() or 1
         self.limits = limits or Limits()
         self.hash_seed = hash_seed
         self.plan: IsolationPlan = plan_isolation(isolation, python, tuple(hide_paths))
+        if grading:
+            check_grading_isolation(self.plan, isolation)
         if recycle_after < 1:
             raise ValueError(f"recycle_after must be at least 1, got {recycle_after!r}")
         self.recycle_after = recycle_after

@@ -25,7 +25,11 @@ from typing import Any
 
 from codereasoner.execution.pool import DEFAULT_PRELOAD, Batch, BatchRunner, Pool
 from codereasoner.execution.protocol import ExecResult, Limits
-from codereasoner.execution.sandbox import IsolationPlan, SandboxUnavailable
+from codereasoner.execution.sandbox import (
+    IsolationPlan,
+    SandboxUnavailable,
+    check_grading_isolation,
+)
 
 SHARD_CALLS = 32  # calls per shard: enough to amortise Ray's cost per task (about a millisecond)
 SHARDS_PER_ACTOR = 2  # one running, one queued, so an actor never waits for the driver
@@ -128,6 +132,7 @@ class RayPool(BatchRunner):
         require_seccomp: bool = True,
         shard_calls: int = SHARD_CALLS,
         max_tries: int = MAX_TRIES,
+        grading: bool = False,
     ) -> None:
         self._ray = _import_ray()
         self.limits = limits or Limits()
@@ -160,6 +165,8 @@ class RayPool(BatchRunner):
             self.size = workers or _default_workers(self._ray)
             self._actor_cpus = _actor_cpus(self._ray, self.size)
             self._hello = self._start_all()
+            if grading:
+                check_grading_isolation(self.plan, isolation)
         except BaseException:
             self.close()
             raise

@@ -448,6 +448,17 @@ def plan_isolation(
     )
 
 
+def check_grading_isolation(plan: IsolationPlan, requested: str) -> None:
+    """Refuse to grade under fallback isolation unless it was asked for by name: without
+    bubblewrap a model's answer can read any readable file, the benchmark's truths included."""
+    if plan.mode == "fallback" and requested != "fallback":
+        raise SandboxUnavailable(
+            "bubblewrap is unavailable, and without it an answer being graded can read files "
+            "such as the benchmark's truths; install bubblewrap (apt-get install bubblewrap), "
+            "or ask for the weaker isolation by name (--isolation fallback) to grade anyway"
+        )
+
+
 def _version_warnings(version: str) -> tuple[str, ...]:
     ours = ".".join(map(str, sys.version_info[:2]))
     if not version.startswith(ours + "."):

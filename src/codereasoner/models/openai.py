@@ -17,7 +17,10 @@ when they are spent, :class:`BackendUnavailable` (a re-run may get past it). 401
 every attempt has been failing for ``warn_after_s`` (10 s), a warning naming the URL and the
 last error goes to the ``codereasoner.models.openai`` logger (``codereasoner eval`` prints it on
 stderr), and again every ``warn_every_s`` (30 s) while the failures go on (never on a
-request's last attempt: giving up is said by the error).
+request's last attempt: giving up is said by the error). A request in flight for ``warn_slow_s``
+(300 s) is named in a warning, and a reply whose body has not all come ``body_timeout_s`` (60 s)
+after its headers is a failed attempt: a server dripping its reply holds a request minutes, not
+hours.
 
 Token counts come from ``usage``: the completion tokens of a call with several choices are
 shared out among them in proportion to their text lengths, thinking included (exact when
@@ -32,13 +35,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
 import random
 import re
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -79,19 +83,38 @@ class ReplyTooLarge(ValueError):
     pass
 
 
-async def read_bounded(response: aiohttp.ClientResponse, limit: int | None = None) -> bytes:
+class ReplyTooSlow(ValueError):
+    pass
+
+
+async def read_bounded(
+    response: aiohttp.ClientResponse, limit: int | None = None, within_s: float | None = None
+) -> bytes:
     """The body, refused past ``limit`` bytes (default :data:`MAX_BODY_BYTES`), by its
-    Content-Length or while it streams."""
+    Content-Length or while it streams, and refused when it has not all come ``within_s``
+    seconds after the headers (a server that drips its reply)."""
     limit = MAX_BODY_BYTES if limit is None else limit
     declared = response.content_length
     if declared is not None and declared > limit:
         raise ReplyTooLarge(f"the reply declares {declared} bytes, more than {limit}")
-    chunks, size = [], 0
-    async for chunk in response.content.iter_chunked(1 << 16):
-        size += len(chunk)
-        if size > limit:
-            raise ReplyTooLarge(f"the reply is longer than {limit} bytes")
-        chunks.append(chunk)
+    chunks: list[bytes] = []
+    size = 0
+
+    async def read() -> None:
+        nonlocal size
+        async for chunk in response.content.iter_chunked(1 << 16):
+            size += len(chunk)
+            if size > limit:
+                raise ReplyTooLarge(f"the reply is longer than {limit} bytes")
+            chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(read(), within_s)
+    except TimeoutError:
+        raise ReplyTooSlow(
+            f"the reply's body took longer than {within_s:g} s after its headers "
+            f"({size} bytes came)"
+        ) from None
     return b"".join(chunks)
 
 
@@ -196,7 +219,9 @@ class OpenAIBackend:
     environment variable holding the key, ``OPENAI_API_KEY``; unset means no key is sent),
     ``extra_body`` (fields added to every request body, e.g. ``{"top_k": 20}``),
     ``warn_after_s`` and ``warn_every_s`` (when to warn about failures that go on, see the
-    module).
+    module), ``body_timeout_s`` (60: a reply's body must have come this long after its
+    headers; servers that do not stream send the whole body at once), ``warn_slow_s`` (300: a
+    warning names a request in flight this long).
     """
 
     def __init__(
@@ -214,6 +239,8 @@ class OpenAIBackend:
         extra_body: dict[str, Any] | None = None,
         warn_after_s: float = 10.0,
         warn_every_s: float = 30.0,
+        body_timeout_s: float = 60.0,
+        warn_slow_s: float = 300.0,
     ) -> None:
         if concurrency < 1:
             raise BackendError(f"concurrency {concurrency}: expected a positive number")
@@ -234,6 +261,8 @@ class OpenAIBackend:
         self._random = random.Random()
         self.warn_after_s = warn_after_s
         self.warn_every_s = warn_every_s
+        self.body_timeout_s = body_timeout_s
+        self.warn_slow_s = warn_slow_s
         self._failing_since: float | None = None  # monotonic time of the first failure in a row
         self._warned_at: float | None = None
 
@@ -459,9 +488,9 @@ class OpenAIBackend:
         for attempt in range(self.max_retries + 1):
             wait: float | None = None
             try:
-                async with semaphore, session.post(url, data=body) as response:
+                async with semaphore, self._watched(url), session.post(url, data=body) as response:
                     status = response.status
-                    raw = await read_bounded(response)
+                    raw = await read_bounded(response, within_s=self.body_timeout_s)
                     if status == 200:
                         reply: dict[str, Any] = parse_json(raw)
                         self._note_success()
@@ -469,7 +498,7 @@ class OpenAIBackend:
                     wait = _retry_after(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as exc:
                 last = _describe(exc)
-            except ReplyTooLarge as exc:
+            except (ReplyTooLarge, ReplyTooSlow) as exc:
                 last = str(exc)
             except ValueError:
                 last = "the response is not JSON"
@@ -484,6 +513,26 @@ class OpenAIBackend:
         raise BackendUnavailable(
             f"{url}: gave up after {self.max_retries + 1} attempts; last: {last}"
         )
+
+    @contextlib.asynccontextmanager
+    async def _watched(self, url: str) -> AsyncIterator[None]:
+        """Warn once when this request has been in flight ``warn_slow_s`` seconds."""
+        started = time.monotonic()
+
+        def warn() -> None:
+            log.warning(
+                "%s: a request has been in flight for %.0f s (it times out after %g s); is the "
+                "server overloaded or sending its reply slowly?",
+                url,
+                time.monotonic() - started,
+                self.timeout_s,
+            )
+
+        handle = asyncio.get_running_loop().call_later(self.warn_slow_s, warn)
+        try:
+            yield
+        finally:
+            handle.cancel()
 
     def _note_failure(self, url: str, last: str) -> None:
         """Warn when the attempts have all been failing for a while (a server gone away)."""

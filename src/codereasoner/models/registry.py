@@ -147,6 +147,10 @@ BUILTIN: tuple[BackendType, ...] = (
             "backoff_max_s",
             "api_key_env",
             "extra_body",
+            "body_timeout_s",
+            "warn_after_s",
+            "warn_every_s",
+            "warn_slow_s",
         ),
     ),
     BackendType(

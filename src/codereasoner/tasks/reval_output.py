@@ -14,6 +14,9 @@ is parsed here. A hole filled by another expression is first evaluated in a run 
 plain literals; then the question runs with those values, and only benchmark code and literal
 data run when the verdict is decided. Any other answer (a changed test) is graded wrong as
 ``unsupported_assertion`` (docs/evaluation.md, deviations).
+
+Strict grading takes literal holes only: an expression hole is ``not_a_literal``, so a copy of
+the asserted call (``assert g(X) == g(X)``), which upstream passes, states no value.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ CAPTURE = "__reval_capture__"  # records an expression hole's value in the first
 # Builtin classes a hole's recorded value may be (or contain), rebuilt by name.
 _CLASSES = frozenset({"int", "float", "complex", "str", "bytes", "bool", "list", "tuple", "dict",
                       "set", "frozenset", "bytearray", "type", "object", "range"})  # fmt: skip
+# Strict grading: a hole holds a value, not code; an expression such as the asserted call itself
+# (``assert g(X) == g(X)``, which upstream's execution passes) states nothing.
+STRICT_HOLES = "strict grading: every ?? must be filled by a literal value"
 UNVERIFIABLE = "the answer is not the question's code with its ?? filled: it would decide itself"
 
 PENALTIES = ("assertTrue(True)", "assertFalse(False)", "assert True", "assert False",
@@ -318,8 +324,6 @@ class RevalOutput(RevalKind):
         return tagged(item.truth, style_name(style))
 
     def grader(self, item: Item, grading: Grading) -> Grade:
-        if grading is not Grading.OFFICIAL:
-            raise ValueError("REval output answers are graded officially (by execution) only")
         question = str(item.metadata["output_pred"])
         program = _program(item.program, item.metadata.get("test"), item.entry)
         test_class = str(item.metadata.get("test_class", ""))
@@ -335,6 +339,8 @@ class RevalOutput(RevalKind):
                 reason = Reason.SYNTAX_ERROR if error else Reason.UNSUPPORTED_ASSERTION
                 return verdict(item, sample, text, reason, error or UNVERIFIABLE)
             template, literals, expressions = filled
+            if expressions and grading is Grading.STRICT:
+                return verdict(item, sample, text, Reason.NOT_LITERAL, STRICT_HOLES)
             if not expressions:
                 call = Call(ANSWER_ENTRY, (template, test_class, literals))
                 return Job(sample, program, call, _finish(item, sample, text), shared=True)

@@ -331,6 +331,9 @@ class _Child:
 
     def _run_call(self, codes: list, call: dict) -> dict:
         namespace = {"__name__": "__main__", "__builtins__": builtins}
+        # The renderer this worker reports with stays its own: a program's ``import values``
+        # loads a fresh copy, so replacing ``values.render`` there changes nothing reported.
+        sys.modules.pop("values", None)
         try:
             for code in codes:
                 exec(code, namespace)
