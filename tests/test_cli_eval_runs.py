@@ -677,3 +677,21 @@ def test_a_style_a_benchmark_lacks_is_said(tmp_path: Path) -> None:
         "reval: --style phind is not one of its prompt styles"
     ) and said.endswith("its prompts are direct")
     assert not any(w.startswith("cruxeval-o:") and "--style" in w for w in warnings)
+
+
+def test_answers_that_do_not_parse_or_fit_are_warned_about(tmp_path: Path) -> None:
+    """As ``score`` does: nearly every answer unparsable, or shaped like the sibling task's
+    (calls where CRUXEval-O wants values), is said on the terminal and in results.json."""
+    args = ("--bench", "cruxeval-o", "--limit", "5")
+    with ReplayServer(reply=lambda query: "f([1, 2, 3])") as server:
+        calls = invoke(tmp_path / "calls", f"openai:replay@{server.url}", *args)
+    with ReplayServer(reply=lambda query: "[[[") as server:
+        broken = invoke(tmp_path / "broken", f"openai:replay@{server.url}", *args)
+    assert calls.exit_code == 0 and broken.exit_code == 0, (calls.output, broken.output)
+    (shape,) = [w for w in json.loads(calls.stdout)["warnings"] if "look like" in w]
+    assert shape.startswith("cruxeval-o: ") and "--bench cruxeval-i" in shape
+    assert "look like cruxeval-i answers" in calls.stderr
+    (parse,) = [w for w in json.loads(broken.stdout)["warnings"] if "failed to parse" in w]
+    assert parse.startswith("cruxeval-o: 5 of 5 samples failed to parse")
+    oracle = invoke(tmp_path / "oracle", "oracle", *args)
+    assert not [w for w in json.loads(oracle.stdout)["warnings"] if "cruxeval-o: " in w]

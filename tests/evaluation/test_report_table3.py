@@ -268,3 +268,14 @@ def test_choose_labels_directly(runs: dict[str, Any]) -> None:
     assert choose_labels(loaded, [], "benchmarks") == ["replay", "oracle"]
     with pytest.raises(ReportDataError, match="--layout 'wide'"):
         choose_labels(loaded, [], "wide")
+
+
+def test_a_probe_benchmark_is_headed_by_ws(pool: Pool, tmp_path: Path) -> None:
+    """core-probe reports no invariance (I): its column is Ws, with the stored value."""
+    stored = _run(tmp_path / "probe", "oracle", ("core-probe",), pool)
+    done = cli(tmp_path / "probe", "--layout", "table3", "--json", "--out", tmp_path / "r.html")
+    assert done.exit_code == 0, done.stderr
+    table = json.loads(done.stdout)["table3"]
+    assert table["columns"] == ["core-probe Ws"]
+    ws = stored["core-probe"]["variants"]["project"]["mean"]["Ws"]
+    assert table["rows"][0]["scores"]["core-probe Ws"] == pytest.approx(ws)

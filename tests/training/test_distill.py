@@ -530,3 +530,36 @@ def test_settings_a_folder_cannot_take_are_refused_without_a_resume_hint(
         line = one_error_line(invoke(*distill_args(synth_dir, done, "oracle", *options, *other)))
         assert "choose another --out" in line and "resume" not in line, line
         assert files(done) == before
+
+
+def test_a_file_of_cases_may_have_any_name(synth_dir: Path, tmp_path: Path) -> None:
+    """``distill --cases``, ``eval --bench cases --data-dir`` and ``replay_teacher --cases`` take
+    a file of cases whatever it is called, not only a synthesis folder's ``cases.jsonl``."""
+    held_out = tmp_path / "held_out.jsonl"
+    lines = (synth_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines()[:4]
+    held_out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    done = invoke(*distill_args(held_out, tmp_path / "distilled", "oracle"))
+    assert done.exit_code == 0, done.output
+    assert len(records(tmp_path / "distilled")) == 2 * len(lines)
+    evaluated = CliRunner().invoke(
+        app,
+        ["eval", "--model", "oracle", "--bench", "cases", "--data-dir", str(held_out),
+         "--out", str(tmp_path / "eval"), "--json"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert evaluated.exit_code == 0, evaluated.output
+    report = json.loads(evaluated.stdout)["reports"]["cases"]
+    assert (report["items"], report["pass@1"]) == (2 * len(lines), 100.0)
+    missing = invoke(*distill_args(tmp_path / "absent.jsonl", tmp_path / "none", "oracle"))
+    assert missing.exit_code != 0 and "absent.jsonl" in missing.output
+    teacher = subprocess.Popen(
+        [sys.executable, "-m", "codereasoner.training.replay_teacher", "--cases", str(held_out),
+         "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert teacher.stdout is not None
+        assert f"({len(lines)} cases)" in teacher.stdout.readline()
+    finally:
+        teacher.terminate()
+        teacher.wait(30)

@@ -51,6 +51,7 @@ __all__ = [
     "REASONING_DIRECTIONS",
     "Case",
     "case_items",
+    "cases_file",
     "cases_folder",
     "check_directions",
     "probe_metadata",
@@ -231,9 +232,22 @@ def probe_metadata(probe: Probe) -> dict[str, Any]:
     }
 
 
+def is_cases_file(path: Path) -> bool:
+    """True for a file of cases under any name (a folder is a synthesis folder)."""
+    path = Path(path)
+    return path.is_file() or (not path.exists() and path.suffix == ".jsonl")
+
+
+def cases_file(path: Path) -> Path:
+    """The cases of ``path``: the file itself, whatever its name, or a synthesis folder's
+    ``cases.jsonl``."""
+    path = Path(path)
+    return path if is_cases_file(path) else path / CASES_FILE
+
+
 def cases_folder(path: Path) -> Path:
     """The synthesis folder of ``path``: the folder itself, or the one holding the file."""
-    return path.parent if path.name == CASES_FILE else path
+    return cases_file(path).parent
 
 
 def parse(paths: Mapping[str, Path]) -> list[Item]:
@@ -243,12 +257,21 @@ def parse(paths: Mapping[str, Path]) -> list[Item]:
 
 @dataclass(frozen=True, kw_only=True)
 class _CasesBenchmark(Benchmark):
-    """A benchmark whose ``--data-dir`` may also be the ``cases.jsonl`` file itself, as
+    """A benchmark whose ``--data-dir`` may also be a file of cases, whatever its name, as
     ``distill --cases`` takes it."""
 
     def folder(self, data_dir: Path) -> Path:
         data_dir = Path(data_dir)
-        return cases_folder(data_dir) if data_dir.name == CASES_FILE else super().folder(data_dir)
+        return data_dir.parent if is_cases_file(data_dir) else super().folder(data_dir)
+
+    def load(
+        self, data_dir: Path | None = None, *, download: bool = True, cache: Path | None = None
+    ) -> list[Item]:
+        if data_dir is not None and is_cases_file(Path(data_dir)):
+            if not Path(data_dir).is_file():
+                raise DataUnavailable(f"{data_dir}: not found (expected a file of cases)")
+            return self.parse({CASES_FILE: Path(data_dir)})
+        return super().load(data_dir, download=download, cache=cache)
 
 
 CASES = _CasesBenchmark(

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from codereasoner import benchmarks
 from codereasoner.benchmarks.cache import DataUnavailable
-from codereasoner.benchmarks.cases import CASES_FILE, cases_folder, read_cases
+from codereasoner.benchmarks.cases import cases_file, read_cases
 from codereasoner.benchmarks.core import entry_point
 from codereasoner.execution import CallSyntaxError, parse_call
 
@@ -88,12 +88,13 @@ def read_problems(source: str, data_dir: Path | None = None) -> SourceProblems:
 
 
 def _from_synth(path: Path) -> SourceProblems:
-    folder = cases_folder(path)
-    cases_file = folder / CASES_FILE
-    if not cases_file.is_file():
-        raise DataUnavailable(f"{cases_file}: not found (synth:DIR must be a synth output folder)")
+    found = cases_file(path)
+    if not found.is_file():
+        raise DataUnavailable(
+            f"{found}: not found (synth:PATH must be a synth output folder or a file of cases)"
+        )
     collected = _Collector()
-    for case in read_cases(cases_file):
+    for case in read_cases(found):
         collected.add(case.method, case.code, case.entry_point, case.call)
     return collected.done()
 

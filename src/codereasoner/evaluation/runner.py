@@ -39,6 +39,12 @@ from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks import Benchmark
 from codereasoner.evaluation.families import Family, RunReport, family_of, load_report
 from codereasoner.evaluation.reports import Report
+from codereasoner.evaluation.scoring import (
+    PARSE_FAILURES,
+    parse_failure_warning,
+    same_data,
+    wrong_task_warning,
+)
 from codereasoner.evaluation.store import (
     STORE_NAME,
     ItemRow,
@@ -65,7 +71,7 @@ from codereasoner.models.base import (
 )
 from codereasoner.models.base import prompt_hash as hash_prompt
 from codereasoner.synth.writer import LOCK_FILE, FolderBusy, exclusive
-from codereasoner.tasks import Extracted, Extraction, Grading, Item, Score
+from codereasoner.tasks import Answer, Extracted, Extraction, Grading, Item, Score
 
 __all__ = [
     "RunError",
@@ -439,6 +445,7 @@ class Runner:
         self._locked = False
         self.interruption = "interrupted"  # the failure message of a KeyboardInterrupt
         self._pool: Executor | None = None
+        self._pool_warned = False
         self.plans = [self._resolve(name) for name in settings.benchmarks]
         self.store: RunStore | None = None
         self._config: dict[str, Any] = {}
@@ -612,7 +619,13 @@ class Runner:
             self._warn(summary, warning)
         started = time.perf_counter()
         graded = self._grade(store, plan)
+        if self._pool is not None and not self._pool_warned:
+            self._pool_warned = True  # said once, by the benchmark that opened the sandbox
+            for pool_warning in self._pool.warnings:
+                self._warn(summary, f"sandbox: {pool_warning}")
         summary.graded[name] = graded
+        for answer_warning in self._answer_warnings(store, plan):
+            self._warn(summary, f"{name}: {answer_warning}")
         reports = store.results()
         reported = self._config.setdefault("reported_n", {})
         if graded or name not in reports or reported.get(name) != self.settings.n:
@@ -621,6 +634,25 @@ class Runner:
             reported[name] = self.settings.n  # the samples the stored report covers
             store.update_config(self._config)
         summary.reports[name] = reports[name]
+
+    def _answer_warnings(self, store: RunStore, plan: Resolved) -> list[str]:
+        """As ``score`` warns: nearly every answer failed to parse, or the answers are shaped
+        like another benchmark's of the same data (a prompt or extraction problem)."""
+        scores = store.scores(plan.bench.name, self.settings.n)
+        answers: dict[str, list[Extracted]] = {
+            item_id: [
+                Answer(score.answer)
+                for score in samples
+                if score.answer is not None and score.reason not in PARSE_FAILURES
+            ]
+            for item_id, samples in scores.items()
+        }
+        siblings = same_data(plan.bench, self.settings.data_dir)
+        found = [
+            wrong_task_warning(plan.bench, plan.items, answers, siblings),
+            parse_failure_warning(plan.bench, scores, "completions"),
+        ]
+        return [warning for warning in found if warning]
 
     def _item_rows(self, plan: Resolved) -> Iterable[ItemRow]:
         for item in plan.items:
@@ -783,6 +815,7 @@ class Runner:
                         self.settings.executor,
                         self.settings.workers,
                         isolation=self.settings.isolation,
+                        grading=True,
                     )
             except (SandboxUnavailable, ValueError) as exc:
                 raise RunError(f"sandbox unavailable: {exc}") from None

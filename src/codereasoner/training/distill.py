@@ -32,7 +32,7 @@ from typing import Any
 from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark
 from codereasoner.benchmarks.cache import DataUnavailable
-from codereasoner.benchmarks.cases import CASES, cases_folder
+from codereasoner.benchmarks.cases import CASES, cases_file, cases_folder
 from codereasoner.evaluation.runner import Events, RunError, Runner, RunSettings
 from codereasoner.evaluation.store import RunStore, StoredCompletion
 from codereasoner.execution import Executor, SandboxUnavailable, open_executor
@@ -44,7 +44,6 @@ from codereasoner.tasks import Item, Reason, Score
 from codereasoner.tasks.case_reasoning import ReasoningStyle
 from codereasoner.training.cases import (
     BENCHMARK,
-    CASES_FILE,
     PROBE,
     case_items,
     check_directions,
@@ -83,7 +82,7 @@ class DistillSettings:
         """What a resumed run must repeat (the runner checks sampling and prompts itself)."""
         # keyword form: these are the settings' field names
         fixed: dict[str, Any] = dict(
-            cases=str(cases_folder(self.cases).resolve() / CASES_FILE),
+            cases=str(cases_file(self.cases).resolve()),
             directions=list(self.directions),
             hint=self.hint,
         )
@@ -147,12 +146,13 @@ class Distiller:
         self.settings = settings
         self.events = events
         self.folder = cases_folder(settings.cases)
+        self.cases_path = cases_file(settings.cases)
         try:
-            self.cases = read_cases(self.folder / CASES_FILE)
+            self.cases = read_cases(self.cases_path)
         except DataUnavailable as exc:
             raise RunError(str(exc)) from None
         if not self.cases:
-            raise RunError(f"{self.folder / CASES_FILE}: no cases")
+            raise RunError(f"{self.cases_path}: no cases")
         try:
             check_directions(settings.directions)
         except ValueError as exc:
@@ -185,6 +185,7 @@ class Distiller:
                     self.settings.executor,
                     self.settings.workers,
                     isolation=self.settings.isolation,
+                    grading=True,
                 )
             except (SandboxUnavailable, ValueError) as exc:
                 raise RunError(f"sandbox unavailable: {exc}") from None
@@ -241,7 +242,7 @@ class Distiller:
             grading="strict",
             chat=settings.chat,
             limit=settings.limit,
-            data_dir=self.folder,
+            data_dir=self.cases_path,
             timeout=settings.timeout,
             workers=settings.workers,
             isolation=settings.isolation,

@@ -33,11 +33,10 @@ from typing import NoReturn
 from codereasoner import tasks, values
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.cases import (
-    CASES_FILE,
     PROBE,
     Case,
     case_items,
-    cases_folder,
+    cases_file,
     read_cases,
 )
 from codereasoner.execution import Pool
@@ -185,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         description="The replay server answering synthesized cases like a teacher, some wrong.",
     )
     parser.add_argument(
-        "--cases", type=Path, required=True, help="a 'codereasoner synth' folder, or its file"
+        "--cases", type=Path, required=True, help="a 'codereasoner synth' folder, or a file of cases (any name)"
     )
     parser.add_argument("--port", type=int, default=8001, help="0 picks a free port")
     parser.add_argument(
@@ -211,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
     if args.api_key_env and not api_key:
         _fail(f"--api-key-env {args.api_key_env}: the variable is unset or empty")
-    path = cases_folder(args.cases) / CASES_FILE
+    path = cases_file(args.cases)
     try:
         cases = read_cases(path)
         if not cases:

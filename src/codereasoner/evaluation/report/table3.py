@@ -47,6 +47,7 @@ __all__ = [
 
 LAYOUTS = ("benchmarks", "table3")  # the default first
 CORE_HEADLINE = "I"
+PROBE_HEADLINE = "Ws"  # CoRE's probe benchmarks score the trace statements only
 # one accuracy per REval question kind (coverage: accuracy, not F1)
 REVAL_COLUMNS = tuple(
     label
@@ -190,7 +191,10 @@ def headline_metrics(result: BenchmarkResult) -> list[tuple[str, Metric | None]]
     if result.kind == REVAL:
         return [(label, result.metric(label)) for label in REVAL_COLUMNS]
     if result.kind == CORE:
-        return [(CORE_HEADLINE, result.metric(CORE_HEADLINE))]
+        headline = result.metric(CORE_HEADLINE)
+        if headline is None or headline.value is None:  # probes: no invariance, only Ws
+            return [(PROBE_HEADLINE, result.metric(PROBE_HEADLINE))]
+        return [(CORE_HEADLINE, headline)]
     return []
 
 
