@@ -484,7 +484,11 @@ def test_line_kinds_grading(pool: Pool, fixture_items: dict[str, Item]) -> None:
 
 
 def test_grading_modes() -> None:
+    """Strict grading of output answers refuses expression holes before anything runs."""
     item = items_without_truth(FIXTURES)["DREval/0/0/output"]
-    with pytest.raises(ValueError, match="officially"):
-        tasks.get(item.task).plan(item, [Answer("x")], "strict")
     assert re.fullmatch(r"DREval/\d+/\d+/output", item.id)
+    question = str(item.metadata["output_pred"])
+    copied = question.replace("??", question.split("assert ", 1)[1].split(" == ")[0])
+    plan = tasks.get(item.task).plan(item, [Answer(copied)], "strict")
+    (score,) = run_plans(None, [plan])[0]
+    assert score.reason is Reason.NOT_LITERAL and "literal" in score.detail

@@ -29,7 +29,7 @@ LIMITS = Limits(timeout_s=3.0, wall_timeout_s=3.0, memory_mb=1024)
 IMPORTS = (
     "from collections import OrderedDict, defaultdict, Counter, UserList, UserString, UserDict, "
     "ChainMap, deque, namedtuple\nfrom fractions import Fraction\nfrom decimal import Decimal\n"
-    "from enum import IntEnum\nimport numpy as np\n"
+    "from enum import IntEnum\nimport numpy as np\nimport types, array\n"
 )
 PROGRAM = (
     "def f(x):\n    return x\n\nclass S(str):\n    pass\n\nclass Loud(int):\n    pass\n\n"
@@ -75,6 +75,14 @@ OUTPUT_CASES = [
     ("[2, 6]", "[2, 6]\n@undefined_name\ndef g():\n    pass"),
     ("3", "(1 +\r2)"),  # a lone carriage return is a line break to the tokenizer
     ("3", "3\r\nx = 1"),
+    ("{'a': 1}", "types.MappingProxyType({'a': 1})"),
+    ("{'a': 1}", "types.MappingProxyType({'a': 2})"),
+    ("b'ab'", "bytearray(b'ab')"),
+    ("[b'']", "[bytearray()]"),
+    ("'ab'", "bytearray(b'ab')"),
+    ("b'ab'", "memoryview(b'ab')"),
+    ("b'\\x01\\x00\\x00\\x00'", "memoryview(array.array('i', [1]))"),
+    ("[1]", "memoryview(array.array('i', [1]))"),
 ]
 # Upstream passes these only because the answer's own code says so: always-equal objects and
 # shapes whose verdict does not depend on the truth.

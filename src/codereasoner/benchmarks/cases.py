@@ -233,9 +233,10 @@ def probe_metadata(probe: Probe) -> dict[str, Any]:
 
 
 def is_cases_file(path: Path) -> bool:
-    """True for a file of cases under any name (a folder is a synthesis folder)."""
+    """True for a file of cases, ``NAME.jsonl`` under any name (a folder is a synthesis
+    folder)."""
     path = Path(path)
-    return path.is_file() or (not path.exists() and path.suffix == ".jsonl")
+    return path.suffix == ".jsonl" and not path.is_dir()
 
 
 def cases_file(path: Path) -> Path:

@@ -29,7 +29,9 @@ def distill_command(
     ],
     cases: Annotated[
         Path,
-        typer.Option(help="A 'codereasoner synth' output folder (its cases.jsonl), or a file of cases."),
+        typer.Option(
+            help="A 'codereasoner synth' output folder (its cases.jsonl), or a file of cases."
+        ),
     ],
     out: Annotated[Path, typer.Option(help="Output folder; the same --out resumes.")],
     k: Annotated[int, typer.Option("--k", help="Teacher samples per case and direction.")] = 4,

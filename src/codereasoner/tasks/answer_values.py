@@ -13,7 +13,10 @@ equality with every plain literal is exactly the converted value's:
 - ``UserString``, ``UserList``, ``UserDict`` and ``ChainMap`` become their data;
 - ``Fraction`` and ``Decimal`` become an ``int`` when integral, else a ``float`` when that float
   is exactly equal, and stay as they are otherwise (no plain literal equals them then);
-- numpy scalars become ``.item()``.
+- numpy scalars become ``.item()``;
+- a ``MappingProxyType`` becomes a ``dict`` of its mapping, a ``bytearray`` its ``bytes``, and a
+  one-dimensional unsigned-byte (``B``) ``memoryview`` its ``bytes`` (each compares with a plain
+  literal as that value does).
 
 Anything else (an object with its own ``__eq__``, a ``deque``, an array) is left alone and
 reaches the parent as a non-literal, graded wrong. The converted value comes back with the names
@@ -25,6 +28,7 @@ globals cannot shadow the names used here) and calls :func:`plain`. Standard lib
 
 import collections
 import fractions
+import types
 
 converted: set[str] = set()
 builtin_types = (bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
@@ -82,9 +86,15 @@ def convert(value, depth):
     if kind in (collections.UserString, collections.UserList, collections.UserDict):
         converted.add(name)
         return convert(value.data, depth + 1)
-    if kind is collections.ChainMap:
+    if kind is collections.ChainMap or kind is types.MappingProxyType:
         converted.add(name)
         return convert(dict(value.items()), depth + 1)
+    if kind is bytearray:
+        converted.add(name)
+        return bytes(value)
+    if kind is memoryview and value.format == "B" and value.ndim == 1:
+        converted.add(name)
+        return value.tobytes()
     if kind is fractions.Fraction or (module == "decimal" and name == "Decimal"):
         result = exact_number(value)
         if result is not value:

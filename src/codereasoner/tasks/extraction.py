@@ -127,7 +127,7 @@ def lcb_test_output(completion: str, *, codellama: bool = False) -> str:
 def lcb_assert_rhs(prediction: str) -> str:
     """The right-hand side LiveCodeBench's test-output grader evaluates (§3.6 steps 1-3)."""
     text = prediction
-    lines = text.split("\n")
+    lines = text.splitlines()  # upstream's: \r, \x0b, \x0c, \x1c-\x1e, \x85, \u2028 and \u2029 too
     if len(lines) > 1:
         for line in lines:
             if not line.startswith("#") and "assert" in line:

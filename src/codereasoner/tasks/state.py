@@ -1,6 +1,8 @@
 """State (REval PSP): the value and type of a variable after line N, ``value; type`` or Nil.
 
-Answers are parsed, never evaluated (see :mod:`codereasoner.tasks.state_answers`).
+Official grading reads an answer as upstream does, its value evaluated in the sandbox where the
+parent's parser cannot be sure of what ``eval`` gives (:mod:`codereasoner.tasks.state_official`);
+strict grading parses it and never evaluates it (:mod:`codereasoner.tasks.state_answers`).
 """
 
 from __future__ import annotations
@@ -9,8 +11,9 @@ from codereasoner.tasks import reval_extraction as rx
 from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
 from codereasoner.tasks.common import Grade, RevalKind
 from codereasoner.tasks.oracle import NoOracleAnswer, style_name, tagged
-from codereasoner.tasks.plans import verdict
-from codereasoner.tasks.state_answers import StateError, parse_state, state_verdict
+from codereasoner.tasks.plans import Job, verdict
+from codereasoner.tasks.state_answers import StateError, parse_state, state_parts, state_verdict
+from codereasoner.tasks.state_official import decided_in_parent, state_job
 
 __all__ = ["State"]
 
@@ -47,8 +50,12 @@ class State(RevalKind):
 
     def grader(self, item: Item, grading: Grading) -> Grade:
         truth = item.truth_value()
+        official = grading is Grading.OFFICIAL
 
-        def grade(sample: int, text: str) -> Score:
+        def grade(sample: int, text: str) -> Score | Job:
+            parts = state_parts(text.strip())
+            if official and isinstance(parts, tuple) and not decided_in_parent(*parts):
+                return state_job(item, sample, text, *parts)
             parsed = parse_state(text.strip())
             right, why = state_verdict(parsed, truth)  # type: ignore[arg-type]
             if right:

@@ -33,7 +33,16 @@ from typing import Any
 
 from codereasoner import values
 
-__all__ = ["NIL", "StateError", "StatePrediction", "TypeName", "parse_state", "state_verdict"]
+__all__ = [
+    "BUILTIN_CLASSES",
+    "NIL",
+    "StateError",
+    "StatePrediction",
+    "TypeName",
+    "parse_state",
+    "state_parts",
+    "state_verdict",
+]
 
 NIL = "Nil"
 _NUMPY_SCALARS = frozenset(
@@ -56,7 +65,7 @@ _NUMPY_SCALARS = frozenset(
         "double",
     )
 )
-_BUILTIN_CLASSES = frozenset(
+BUILTIN_CLASSES = frozenset(
     name for name, value in vars(builtins).items() if isinstance(value, type) and name.islower()
 )
 _DATE_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d", "%Y/%m/%d %H:%M:%S",
@@ -99,6 +108,14 @@ def parse_state(text: str, *, json_spellings: bool = False) -> Parsed:
     ``json_spellings``: the named leniency that reads ``true``/``false``/``null`` and bare
     ``inf``/``nan`` as values (upstream: a NameError, so the answer is wrong).
     """
+    parts = state_parts(text)
+    if isinstance(parts, tuple):
+        return _typed(*parts, json_spellings)
+    return parts
+
+
+def state_parts(text: str) -> tuple[str, str] | StateError | str:
+    """Rules 2-4: Nil, an error, or ``(value text, normalised type name)``."""
     if text.capitalize() == NIL or text == "[Nil]":
         return NIL
     if text == "ERROR":
@@ -116,7 +133,7 @@ def parse_state(text: str, *, json_spellings: bool = False) -> Parsed:
     kind = {"string": "str", "integer": "int"}.get(kind, kind)
     if "," in kind or "tuple" in kind:
         kind = "tuple"
-    return _typed(value, kind, json_spellings)
+    return value, kind
 
 
 def _typed(value: str, kind: str, json_spellings: bool) -> Parsed:
@@ -156,7 +173,7 @@ def _typed(value: str, kind: str, json_spellings: bool) -> Parsed:
         if not re.fullmatch(r"[A-Za-z_][\w.]*", value):
             return StateError(f"not a class name upstream can evaluate: {value[:60]!r}")
         return StatePrediction(TypeName(value), "type")
-    if kind in _BUILTIN_CLASSES or kind in _NUMPY_SCALARS:
+    if kind in BUILTIN_CLASSES or kind in _NUMPY_SCALARS:
         parsed = _parse(value)
         if parsed is _OPAQUE:
             return StateError(f"value {value[:60]!r} is not a literal")
@@ -215,7 +232,7 @@ def _expected(kind: str, text: str | None) -> Any:
         return TypeName(text)
     if kind == "NoneType":
         return None
-    if kind in _BUILTIN_CLASSES or kind in _NUMPY_SCALARS or kind in _ARRAYS:
+    if kind in BUILTIN_CLASSES or kind in _NUMPY_SCALARS or kind in _ARRAYS:
         return _parse(text)
     if kind == "collections.deque":
         return _parse(text)
@@ -227,7 +244,7 @@ def _own_type(prediction: StatePrediction) -> bool:
     kind, value = prediction.type, prediction.value
     if kind == "type":
         return isinstance(value, TypeName)
-    if kind in _BUILTIN_CLASSES:
+    if kind in BUILTIN_CLASSES:
         return values.type_name(value) == kind
     if kind in _NUMPY_SCALARS:
         return type(value) in (int, float, bool)

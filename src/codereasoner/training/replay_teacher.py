@@ -184,7 +184,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         description="The replay server answering synthesized cases like a teacher, some wrong.",
     )
     parser.add_argument(
-        "--cases", type=Path, required=True, help="a 'codereasoner synth' folder, or a file of cases (any name)"
+        "--cases",
+        type=Path,
+        required=True,
+        help="a 'codereasoner synth' folder, or a file of cases (any name)",
     )
     parser.add_argument("--port", type=int, default=8001, help="0 picks a free port")
     parser.add_argument(
