@@ -487,3 +487,18 @@ def test_replay_server_without_a_record_fails_the_run_in_one_line(
     assert done.returncode != 0
     assert "no recorded completion for prompt sha256" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "cruxeval" / "cruxeval.jsonl").exists(), reason="no data")
+def test_bench_fetch_shows_its_wait_while_it_reads_the_items(tmp_path: Path) -> None:
+    """Reading the items after a fetch can take minutes (REval's ground truth): it is shown."""
+    done = subprocess.run(
+        [sys.executable, "-m", "codereasoner", "bench", "fetch", "cruxeval-o", "--from",
+         str(SHARED_DATA)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "CODEREASONER_CACHE": str(tmp_path / "cache"),
+             "CODEREASONER_PROGRESS_SECONDS": "0"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "reading and checking cruxeval-o's items:" in done.stderr
+    assert "cruxeval-o: 800 items" in done.stdout

@@ -175,6 +175,14 @@ def test_growing_n_grades_only_the_new_samples(tmp_path: Path) -> None:
     assert after[: len(before)] == before  # the first samples' verdicts were not rewritten
     assert sorted({row[3] for row in after}) == [0, 1, 2] and len(after) == 3 * len(before)
     assert summary["reports"]["cruxeval-o"]["samples"] == 3 * items["cruxeval-o"]
+    # a smaller --n afterwards keeps the larger report, and says so
+    again = invoke(out, "oracle", "--bench", "cruxeval-o,reval", "--limit", "3", "--n", "1")
+    assert again.exit_code == 0, again.stderr
+    kept = json.loads(again.stdout)
+    assert kept["reports"]["cruxeval-o"] == summary["reports"]["cruxeval-o"]
+    assert any(w.startswith("cruxeval-o: kept the stored report over 3") for w in kept["warnings"])
+    stored = json.loads((out / "results.json").read_text())
+    assert stored["reports"]["cruxeval-o"]["samples"] == 3 * items["cruxeval-o"]
 
 
 # -- 5. every option checked before anything is created --------------------------------------
@@ -695,3 +703,28 @@ def test_answers_that_do_not_parse_or_fit_are_warned_about(tmp_path: Path) -> No
     assert parse.startswith("cruxeval-o: 5 of 5 samples failed to parse")
     oracle = invoke(tmp_path / "oracle", "oracle", *args)
     assert not [w for w in json.loads(oracle.stdout)["warnings"] if "cruxeval-o: " in w]
+
+
+def test_log_samples_writes_every_graded_sample(tmp_path: Path) -> None:
+    """``--log-samples FILE``: one line per graded sample with its prompt, completion, extracted
+    answer and verdict (as lm-eval's ``--log_samples``); a folder is refused before any work."""
+    log = tmp_path / "samples.jsonl"
+    args = ("--bench", "cruxeval-o,reval", "--limit", "2", "--n", "2", "--log-samples", str(log))
+    done = invoke(tmp_path / "run", "oracle", *args)
+    assert done.exit_code == 0, done.output
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    reports = json.loads(done.stdout)["reports"]
+    items = reports["cruxeval-o"]["items"] + sum(reports["reval"]["items"].values())
+    assert len(lines) == 2 * items
+    assert {line["benchmark"] for line in lines} == {"cruxeval-o", "reval"}
+    assert all(line["correct"] and line["reason"] == "correct" for line in lines)
+    first = lines[0]
+    assert first["prompt"] and first["completion"] and first["answer"] is not None
+    crux = [line for line in lines if line["benchmark"] == "cruxeval-o"]
+    assert len({line["id"] for line in crux}) == reports["cruxeval-o"]["items"]
+    assert {line["sample"] for line in lines} == {0, 1}
+    assert f"samples logged: {log}" in done.stderr
+    refused = invoke(tmp_path / "other", "oracle", "--bench", "cruxeval-o", "--log-samples",
+                     str(tmp_path))  # fmt: skip
+    assert refused.exit_code == 2 and "is a folder" in refused.stderr
+    assert not (tmp_path / "other").exists()

@@ -127,6 +127,35 @@ def test_kill_and_resume_gives_the_bytes_of_an_uninterrupted_run(tmp_path: Path)
     assert (killed / "cases.jsonl").read_bytes() == (whole / "cases.jsonl").read_bytes()
 
 
+def test_sigterm_says_how_to_resume_and_the_resume_gives_the_same_bytes(tmp_path: Path) -> None:
+    data_dir = _data_dir(tmp_path)
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    done = subprocess.run(_command(whole, data_dir), capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    process = subprocess.Popen(
+        _command(stopped, data_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    state = stopped / "state.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if state.exists() and json.loads(state.read_text())["done"] >= CHUNK:
+            break
+        time.sleep(0.02)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 143, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert lines == [f"error: interrupted by SIGTERM (re-run the same command with --out {stopped} "
+                     "to resume)"], stderr  # fmt: skip
+    assert "Traceback" not in stderr
+    resumed = subprocess.run(
+        _command(stopped, data_dir), capture_output=True, text=True, timeout=240
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    for name in OUTPUTS:
+        assert (stopped / name).read_bytes() == (whole / name).read_bytes(), name
+
+
 def test_without_benchmark_data_synth_refuses_and_says_how_to_fix_it(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -15,13 +15,14 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 __all__ = [
     "CACHE_ENV",
     "cache_root",
+    "foreign_entry",
     "fsync_path",
     "open_no_follow",
     "parse_json",
@@ -68,6 +69,21 @@ def replacing(path: Path) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()
+
+
+def foreign_entry(folder: Path, own: Collection[str]) -> str | None:
+    """The first entry of ``folder`` (by name) that is neither one of ``own`` nor a temporary
+    file :func:`replacing` left for one of them: what a new run there would share with whatever
+    wrote it (None: no such entry, or no folder)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+    def ours(name: str) -> bool:
+        return name in own or any(name.startswith(f".{mine}.") for mine in own)
+
+    return next((name for name in names if not ours(name)), None)
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -172,6 +172,34 @@ def test_sigkill_then_resume_writes_the_same_bytes(tmp_path: Path) -> None:
 
 
 @needs_core
+def test_sigterm_is_one_line_and_the_resume_writes_the_same_bytes(tmp_path: Path) -> None:
+    reference = tmp_path / "reference"
+    subprocess.run(_command(reference), check=True, capture_output=True, timeout=600)
+    out = tmp_path / "stopped"
+    child = subprocess.Popen(
+        _command(out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    problems = out / PROBLEMS_FILE
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and child.poll() is None:
+        if problems.exists() and problems.read_text().count("\n") >= 2:
+            break
+        time.sleep(0.05)
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=300)
+    if child.returncode != 0:  # it may have finished first on a fast machine
+        assert child.returncode == 143, stderr
+        (line,) = [line for line in stderr.splitlines() if line.startswith("error:")]
+        assert (
+            line.startswith("error: interrupted by SIGTERM (re-run") and "Traceback" not in stderr
+        )
+    resumed = subprocess.run(_command(out), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    for name in OUTPUTS:
+        assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+
+
+@needs_core
 def test_other_settings_and_foreign_folders_are_refused(tmp_path: Path) -> None:
     out = tmp_path / "gen"
     _build(out, "--from", "core", "--data-dir", str(SHARED_DATA), "--limit", "1")

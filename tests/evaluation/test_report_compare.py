@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
 from codereasoner.evaluation.report import load_runs, plots
@@ -298,7 +299,9 @@ def test_headless_chromium_shows_counts_common_items_and_the_self_check(
     table = reval[reval.index('<table class="breakdown"') - len('<div class="wide">') :]
     assert table.startswith('<div class="wide"><table class="breakdown"')
     head = table[: table.index("</tr>")]
-    assert ">large</th>" in head and "127.0.0.1" not in re.sub(r'title="[^"]*"', "", head)
+    # only the runs holding REval have columns (the oracle's); none is all "-"
+    assert ">oracle" in head and ">large</th>" not in head and ">small</th>" not in head
+    assert "127.0.0.1" not in re.sub(r'title="[^"]*"', "", head)
     with Image.open(shot) as image:
         assert image.size == (1280, 1600)
         colours: Any = image.convert("RGB").getcolors(maxcolors=1 << 20) or []
@@ -329,3 +332,22 @@ def test_table3_compares_on_the_common_items_too(runs: dict[str, Path], tmp_path
         False, True, True,  # small: 50 over the common items, the best score and avg
         False, False, False,  # large: 0 over the common items (50 over all its own)
     ]  # fmt: skip
+
+
+def test_a_run_keeps_its_colour_and_runs_without_a_benchmark_are_left_out(
+    runs: dict[str, Path],
+) -> None:
+    """Per-benchmark plots show only the runs holding the benchmark, each in the colour it has
+    everywhere (its place among the report's runs); no two runs share a colour."""
+    loaded = load_runs([runs["large"], runs["oracle"]])
+    labels = ["large", "oracle"]
+    reval = plots.reval_figure(loaded, labels, "reval")
+    passk = plots.passk_figure(loaded, labels, BENCH)
+    assert reval is not None and passk is not None
+    (reval_legend,) = reval.legends
+    assert [text.get_text() for text in reval_legend.get_texts()] == ["oracle"]
+    oracle = plots.color(1)
+    assert {to_hex(patch.get_facecolor()) for patch in reval.axes[0].patches} == {oracle}
+    colours = {to_hex(patch.get_facecolor()) for patch in passk.axes[0].patches}
+    assert colours == {plots.color(0), oracle}
+    assert len({plots.color(index) for index in range(64)}) == 64

@@ -279,3 +279,16 @@ def test_a_probe_benchmark_is_headed_by_ws(pool: Pool, tmp_path: Path) -> None:
     assert table["columns"] == ["core-probe Ws"]
     ws = stored["core-probe"]["variants"]["project"]["mean"]["Ws"]
     assert table["rows"][0]["scores"]["core-probe Ws"] == pytest.approx(ws)
+
+
+def test_a_cons_of_nothing_right_is_never_marked_best(runs: dict[str, Any]) -> None:
+    """A model with I and W both 0 has CoRE Cons 1 by construction: shown, never starred."""
+    loaded = load_runs(folders(runs, "raw", "full"))
+    mean = runs["raw"]["core"]["variants"]["project"]["mean"]
+    assert (mean["I"], mean["W"], mean["Cons_paper"]) == (0.0, 0.0, 1.0)
+    page = render(loaded, ["raw", "full"])
+    section = page[page.index("<h3>Both gradings</h3>") :]
+    section = section[: section.index("</table>")]
+    rows = [row for row in section.split("<tr>") if "Cons_" in row]
+    assert len(rows) == 4 and not any('class="best"' in row for row in rows)
+    assert "Higher is better for every score shown" in page and "everywhere" not in page

@@ -423,3 +423,61 @@ def test_without_the_train_extra_the_command_says_what_to_install(tmp_path: Path
     assert done.returncode == 2, done.stderr
     assert "train needs the train extra (trl): pip install 'codereasoner[train]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_saves_a_checkpoint_and_says_how_to_resume(
+    taught: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A scheduler's SIGTERM: the step finishes, a checkpoint is saved, one line says so, and
+    the same command resumes from it."""
+    model, data = taught
+    out = tmp_path / "grpo"
+    command = [
+        sys.executable, "-m", "codereasoner", "train", "grpo", "--config", str(TINY_GRPO),
+        f"model_name_or_path={model}", f"dataset={data}", f"output_dir={out}",
+        "max_steps=30", "save_steps=1000", "max_completion_length=24",
+    ]  # fmt: skip
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    curves = out / CURVES_JSONL
+    while not (curves.exists() and curves.read_text().strip()):
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()[1]
+        time.sleep(0.2)
+    first.send_signal(signal.SIGTERM)
+    _, stderr = first.communicate(timeout=300)
+    assert first.returncode == 143, stderr
+    (line,) = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert "interrupted by SIGTERM after step" in line and "re-run the same command" in line
+    saved = last_checkpoint(out)
+    assert saved is not None and saved.name in line and not (out / DONE_FILE).exists()
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert again.returncode == 0, again.stderr
+    assert f"resuming from {saved}" in again.stdout
+    assert json.loads((out / DONE_FILE).read_text())["steps"] == 30
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("x: [\n", "not valid YAML"), ("stage: grpo\n", "a recipe for `train grpo`")],
+)
+def test_recipe_file_mistakes_are_said_before_trl_is_imported(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    """A mistake in the file or the overrides is one line at once: TRL, transformers and torch
+    (seconds to import) are not loaded for it."""
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(text)
+    probe = (
+        "import sys\nfrom pathlib import Path\n"
+        "from codereasoner.training.recipe import RecipeError, load_recipe\n"
+        "try:\n"
+        f"    load_recipe('sft', Path({str(recipe)!r}))\n"
+        "except RecipeError as exc:\n"
+        "    print(exc)\n"
+        "print(sorted(m for m in ('trl', 'transformers', 'torch') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    message, loaded = done.stdout.splitlines()
+    assert said in message and loaded == "[]"

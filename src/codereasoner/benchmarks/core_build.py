@@ -56,7 +56,7 @@ from codereasoner.execution import (
     TraceOptions,
     parse_call,
 )
-from codereasoner.files import open_no_follow, parse_json, write_atomic
+from codereasoner.files import foreign_entry, open_no_follow, parse_json, write_atomic
 from codereasoner.models.base import Backend
 from codereasoner.programs.equivalence import cyclomatic_complexity, mutated_calls
 from codereasoner.programs.llm_rewrite import llm_candidates
@@ -65,6 +65,7 @@ from codereasoner.programs.probes import probes_for
 from codereasoner.programs.variants import make_variants
 from codereasoner.synth.pipeline import HASH_SEEDS
 from codereasoner.synth.writer import (
+    LOCK_FILE,
     OutputError,
     SettingsChanged,
     dump_line,
@@ -680,14 +681,14 @@ class _Store:
         if out.exists() and not out.is_dir():
             raise OutputError(f"{out}: exists and is not a directory")
         saved = out / SETTINGS_FILE
-        if not saved.exists():
-            foreign = [
-                name for name in (PROBLEMS_FILE, IO_FILE, QA_FILE) if os.path.lexists(out / name)
-            ]
-            if foreign:
+        if not os.path.lexists(saved):
+            # a new build's folder holds nothing yet (its lock aside): CoRE's own data files
+            # there are someone else's, not a build to resume
+            foreign = foreign_entry(out, {LOCK_FILE})
+            if foreign is not None:
                 raise OutputError(
-                    f"{out}: holds {foreign[0]} but no {SETTINGS_FILE}; not a core build folder "
-                    "(choose an empty --out)"
+                    f"{out}: holds {foreign} but no {SETTINGS_FILE}; not a core build folder "
+                    "(another command's, or files of your own: choose an empty --out)"
                 )
             return False
         try:

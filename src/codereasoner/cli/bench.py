@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from codereasoner import benchmarks
@@ -19,7 +20,8 @@ from codereasoner.benchmarks.cache import (
     import_files,
     import_hint,
 )
-from codereasoner.cli.common import console, dump_json, fail, safe_markup
+from codereasoner.cli.common import console, dump_json, error_console, fail, safe_markup
+from codereasoner.cli.progress import LineProgress
 
 bench_app = typer.Typer(help="Describe and fetch benchmarks.", no_args_is_help=True)
 
@@ -219,8 +221,19 @@ def fetch_command(
     else:
         _download(bench, data_dir)
     folder = None if data_dir is None else _fetch_folder(bench, data_dir)
+    # Loading checks the items; REval traces every program in the sandbox for its ground truth
+    # the first time (a minute or two), so the wait is shown.
+    progress = LineProgress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=error_console,
+        transient=True,
+    )
     try:
-        count = len(bench.load(folder, download=False))
+        with progress:
+            progress.add_task(f"reading and checking {bench.name}'s items", total=None)
+            count = len(bench.load(folder, download=False))
     except DataUnavailable as exc:
         fail(str(exc))
     console.print(

@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import math
 import re
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, NoReturn, cast
 
 import typer
@@ -95,6 +97,30 @@ def dump_json(payload: object, indent: int | None = None) -> str:
     """JSON text for output: ASCII only (escapes every control character and lone surrogate),
     non-finite floats written as null, so the output is always valid JSON."""
     return json.dumps(_finite(payload), indent=indent, allow_nan=False, default=str)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be: work in flight unwinds the same way."""
+
+
+@contextmanager
+def interruptible(out: Path) -> Iterator[None]:
+    """While inside, SIGTERM (how SLURM and most schedulers stop a job) interrupts as Ctrl-C
+    does; either ends the command with one line saying how to resume into ``out`` (exit 143 or
+    130). What was written incrementally stays."""
+
+    def terminated(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        by = " by SIGTERM" if isinstance(exc, Terminated) else ""
+        code = 143 if isinstance(exc, Terminated) else 130
+        fail(f"interrupted{by} (re-run the same command with --out {out} to resume)", code)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -19,6 +19,7 @@ from codereasoner.cli.common import (
     dump_json,
     error_console,
     fail,
+    interruptible,
     open_pool,
     safe_markup,
 )
@@ -158,6 +159,7 @@ def build_command(
     started = time.monotonic()
     try:
         with (
+            interruptible(out),
             open_pool(
                 show_progress=False,
                 executor=executor,

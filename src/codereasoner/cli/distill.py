@@ -15,6 +15,7 @@ from codereasoner.cli.common import (
     dump_json,
     error_console,
     fail,
+    interruptible,
     safe_markup,
 )
 from codereasoner.cli.evaluate import Bars
@@ -129,12 +130,10 @@ def distill_command(
                 distiller.prepare()  # settings this --out cannot take: nothing to resume
             except RunError as exc:
                 fail(str(exc))
-            with bars.progress:
+            with interruptible(out), bars.progress:
                 summary = distiller.run()
     except (RunError, BackendError) as exc:
         fail(f"{exc} (re-run with the same --out to resume)")
-    except KeyboardInterrupt:
-        fail(f"interrupted (re-run with --out {out} to resume)", 130)
     finally:
         backend.close()
     if as_json:

@@ -26,6 +26,7 @@ from codereasoner.cli.common import (
 )
 from codereasoner.cli.progress import LineProgress
 from codereasoner.evaluation.api import open_backend
+from codereasoner.evaluation.export_generations import ExportError, write_sample_log
 from codereasoner.evaluation.runner import (
     ORACLE,
     SELF_CHECK,
@@ -244,6 +245,15 @@ def eval_command(
     isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
     executor: ExecutorFlag = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    log_samples: Annotated[
+        Path | None,
+        typer.Option(
+            "--log-samples",
+            help="Also write every graded sample as JSON Lines to this file: benchmark, id, "
+            "sample, prompt, completion, extracted answer and verdict.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Evaluate a model: generate, extract, grade and report, resumably (docs/evaluation.md).
 
@@ -276,9 +286,21 @@ def eval_command(
             isolation=isolation,
             executor=executor,
         )
+        if log_samples is not None and log_samples.is_dir():
+            fail(f"--log-samples {log_samples}: is a folder; expected a file name")
         summary = _run(model, backend, settings, out, skipped)
     finally:
         backend.close()
+    if log_samples is not None:
+        try:
+            logged = write_sample_log(summary.run_dir, log_samples)
+        except ExportError as exc:
+            fail(str(exc).replace("--out ", "--log-samples ", 1))
+        error_console.print(
+            f"samples logged: {safe_markup(str(log_samples))} ({logged:,} lines)",
+            highlight=False,
+            soft_wrap=True,
+        )
     _show(summary, as_json)
 
 

@@ -108,11 +108,12 @@ class LineProgress(Progress):
         name = " ".join(task.description.split()) or "progress"
         if task.total:
             count = f"{task.completed:,.0f}/{task.total:,.0f} ({100 * task.completed / task.total:.0f}%)"
-        else:
-            count = f"{task.completed:,.0f}"
+        else:  # no count for work that has none (a wait)
+            count = f"{task.completed:,.0f}" if task.completed else ""
         elapsed = time.monotonic() - self._started_at.get(task_id, time.monotonic())
         note = str(task.fields.get("note") or "")
-        words = [f"{name}:", count, f"{elapsed:.0f}s"] + ([state] if state else [])
+        words = [f"{name}:", *([count] if count else []), f"{elapsed:.0f}s"]
+        words += [state] if state else []
         if note and not state:  # where the work inside the current step is
             words.append(f"({note})")
         # Plain text, never markup: descriptions may hold file names.

@@ -25,6 +25,7 @@ from codereasoner.cli.common import (
     dump_json,
     error_console,
     fail,
+    interruptible,
     safe_markup,
 )
 from codereasoner.cli.progress import LineProgress
@@ -204,7 +205,7 @@ def synth_command(
         preflight = getattr(source, "preflight", None)
         if preflight is not None:
             preflight()  # an unreachable teacher is one line, not n parse drops
-        with progress:
+        with interruptible(out), progress:
             # added now, so nothing is said to have started before the checks above passed
             task = progress.add_task("synth candidates", total=n)
             summary = run(

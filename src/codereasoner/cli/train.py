@@ -58,8 +58,17 @@ def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -
         fail(str(exc))
     except ModuleNotFoundError as exc:  # trl, transformers, torch or yaml: the train extra
         fail(f"train needs the train extra ({exc.name or exc}): {INSTALL_TRAIN}")
+    except KeyboardInterrupt:
+        fail("interrupted (re-run the same command to resume from the last checkpoint)", 130)
     if not is_main_process():
         return
+    if result.signalled:
+        where = safe_text(str(result.interrupted)) if result.interrupted else "no checkpoint"
+        fail(
+            f"interrupted by SIGTERM after step {result.steps}: saved {where}; re-run the same "
+            "command to resume",
+            143,
+        )
     out = safe_text(str(result.output_dir))
     if result.already_done:
         typer.echo(

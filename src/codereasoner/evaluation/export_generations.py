@@ -101,6 +101,51 @@ def export_generations(
     return Exported(name, out, fmt, len(order), n, options)
 
 
+def write_sample_log(run: Path, out: Path) -> int:
+    """Every graded sample of the run, one JSON line each (as lm-eval's ``--log_samples``):
+    benchmark, item id, sample, prompt (and system message), completion, finish reason, the
+    extracted answer and the verdict (correct, reason, detail), in item and sample order.
+    Written atomically; returns the number of lines."""
+    _check_out(out, store_path(run), force=True)
+    names = run_benchmarks(run)
+    lines: list[str] = []
+    with RunStore(store_path(run)) as store:
+        row = store.run()
+        if row is None:
+            raise ExportError(f"{store.path}: no run recorded in this store")
+        for name in names:
+            n = int(row.config.get("reported_n", {}).get(name, row.config.get("n", 1)))
+            key = row.config.get("sampling_keys", {}).get(name)
+            order = _item_order(store.path, name)
+            hashes = {digest for _, digest in order}
+            prompts = store.prompts(hashes)
+            texts = store.completions(row.model, key, hashes, n) if key else {}
+            verdicts = store.scores(name, n)
+            for item_id, digest in order:
+                prompt, system = prompts.get(digest, ("", None))
+                for verdict in verdicts.get(item_id, []):
+                    completion = texts.get((digest, verdict.sample))
+                    record = {
+                        "benchmark": name,
+                        "id": item_id,
+                        "sample": verdict.sample,
+                        "prompt": prompt,
+                        "system": system,
+                        "completion": None if completion is None else completion.text,
+                        "finish_reason": None if completion is None else completion.finish_reason,
+                        "answer": verdict.answer,
+                        "correct": verdict.correct,
+                        "reason": verdict.reason.value,
+                        "detail": verdict.detail,
+                    }
+                    lines.append(json.dumps(record, ensure_ascii=False))
+    try:
+        write_atomic(out, "".join(line + "\n" for line in lines))
+    except OSError as exc:
+        raise ExportError(f"--log-samples {out}: cannot write ({exc.strerror or exc})") from None
+    return len(lines)
+
+
 def _check_out(out: Path, store: Path, *, force: bool) -> None:
     """``out`` must be a file name whose folder is (or can be made) a folder, and none of the
     files the run keeps, however it is spelt (symlinks, ``..``, hard links)."""

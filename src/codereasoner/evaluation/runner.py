@@ -30,7 +30,7 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,7 +60,7 @@ from codereasoner.execution import (
     open_executor,
 )
 from codereasoner.execution.sandbox import ISOLATION_MODES
-from codereasoner.files import write_atomic
+from codereasoner.files import foreign_entry, write_atomic
 from codereasoner.models.base import (
     Backend,
     Completion,
@@ -96,6 +96,9 @@ ORACLE = "oracle"
 SELF_CHECK = "SELF-CHECK: the oracle answers from the ground truth; this is not a model score"
 RESULTS_JSON = "results.json"  # the summary of the last run (done or failed), beside run.sqlite
 SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")  # a SQLite database's files
+# What a folder may hold before its run store exists: the store's own files as SQLite creates
+# them, and the lock.
+RUN_FILES = frozenset({*(STORE_NAME + suffix for suffix in SQLITE_SUFFIXES), LOCK_FILE})
 LIMIT_WARNING_SHARE = 0.5  # warn when at least this share of completions hit --max-tokens
 
 
@@ -424,9 +427,12 @@ class Runner:
         *,
         pool_factory: Callable[[], Executor] | None = None,
         lock: bool = True,
+        companion_files: Collection[str] = (),
     ) -> None:
         """``pool_factory``: the sandbox pool to grade with (left open); default: a new one.
-        ``lock``: hold ``run_dir``'s lock while running (False: the caller holds it)."""
+        ``lock``: hold ``run_dir``'s lock while running (False: the caller holds it).
+        ``companion_files``: files a caller writes beside the run (a new run's folder may hold
+        them, and nothing else but the run's own)."""
         check_settings(settings)
         check_data_dir(settings.data_dir)
         check_out(Path(run_dir))
@@ -440,6 +446,7 @@ class Runner:
         self.settings = settings
         self.events: Events = events or _Quiet()
         self.pool_factory = pool_factory
+        self.companion_files = tuple(companion_files)
         self._lock = contextlib.ExitStack()
         self._locking = lock
         self._locked = False
@@ -479,8 +486,15 @@ class Runner:
         )
 
     def check_resumable(self) -> None:
-        """RunError when ``run_dir`` holds a run of another model or other settings."""
+        """RunError when ``run_dir`` holds a run of another model or other settings, or files
+        of another command."""
         if not RunStore.exists(self.run_dir):
+            foreign = foreign_entry(self.run_dir, {*RUN_FILES, *self.companion_files})
+            if foreign is not None:
+                raise RunError(
+                    f"--out {self.run_dir}: holds {foreign} but no run store; not a run folder "
+                    "(another command's, or files of your own: choose an empty --out)"
+                )
             return
         try:
             with RunStore(self.run_dir) as store:
@@ -628,7 +642,22 @@ class Runner:
             self._warn(summary, f"{name}: {answer_warning}")
         reports = store.results()
         reported = self._config.setdefault("reported_n", {})
-        if graded or name not in reports or reported.get(name) != self.settings.n:
+        stored_n, n = int(reported.get(name, 0)), self.settings.n
+        keep = stored_n > n and name in reports and not graded  # never a silent downgrade
+        if keep:
+            self._warn(
+                summary,
+                f"{name}: kept the stored report over {stored_n} samples per item; this run "
+                f"asked for --n {n} and graded nothing new (its pass@1 is the stored one's)",
+            )
+        elif stored_n > n and name in reports:
+            self._warn(
+                summary,
+                f"{name}: the stored report covered {stored_n} samples per item; it now covers "
+                f"--n {n} (new items were graded with {n}); re-run with --n {stored_n} for the "
+                "larger k again",
+            )
+        if not keep and (graded or name not in reports or reported.get(name) != n):
             reports[name] = self._report(store, plan, time.perf_counter() - started).to_dict()
             store.record_result(name, reports[name])
             reported[name] = self.settings.n  # the samples the stored report covers

@@ -312,6 +312,12 @@ class RunStore:
             ],
         )
 
+    def prompts(self, hashes: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+        """``hash -> (text, system message)`` of the stored prompts among ``hashes``."""
+        wanted = set(hashes)
+        rows = self._read("SELECT hash, text, system FROM prompts")
+        return {row[0]: (row[1], row[2]) for row in rows if row[0] in wanted}
+
     def cached_samples(self, model: str, sampling: str, n: int) -> dict[str, set[int]]:
         """Sample indices below ``n`` already stored, per prompt hash (``model``: a model id or
         identity, see :meth:`completions`)."""

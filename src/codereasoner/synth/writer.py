@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from codereasoner.files import open_no_follow, parse_json, write_atomic
+from codereasoner.files import foreign_entry, open_no_follow, parse_json, write_atomic
 
 DATA_FILES = ("cases.jsonl", "dropped.jsonl", "audit.jsonl", "generations.jsonl")
 # created even when empty (generations.jsonl only exists for runs whose source logs replies)
@@ -122,11 +122,11 @@ class RunWriter:
         if self.state_path.exists():
             self._resume()
         else:
-            foreign = [name for name in DATA_FILES if os.path.lexists(self.dir / name)]
-            if foreign:
+            foreign = foreign_entry(self.dir, {LOCK_FILE})  # a new run's folder holds nothing yet
+            if foreign is not None:
                 raise OutputError(
-                    f"{self.dir}: holds {foreign[0]} but no {STATE_FILE}; "
-                    "not a synth run directory (choose an empty --out)"
+                    f"{self.dir}: holds {foreign} but no {STATE_FILE}; not a synth run directory "
+                    "(another command's, or files of your own: choose an empty --out)"
                 )
             self._save_state()
         for name in DATA_FILES:

@@ -59,6 +59,8 @@ __all__ = ["DISTILLED", "DistillSettings", "DistillSummary", "Distiller", "cases
 
 DISTILLED = "distilled.jsonl"
 SETTINGS = "distill.json"  # what the folder's run distils: a resumed run must match it
+# What distil writes beside its run store.
+OWN_FILES = (DISTILLED, SETTINGS, "distill_summary.json", "distill_summary.png")
 HINTS = ("trace",)
 
 
@@ -249,7 +251,15 @@ class Distiller:
         )
         # A thinking teacher's hidden thinking is neither verified nor kept: only its chain.
         teacher = WithoutThinking(self.backend)
-        runner = Runner(self.out, teacher, run, self.events, pool_factory=self.pool, lock=False)
+        runner = Runner(
+            self.out,
+            teacher,
+            run,
+            self.events,
+            pool_factory=self.pool,
+            lock=False,
+            companion_files=OWN_FILES,
+        )
         runner.check_resumable()
         self._runner = runner
         return runner

@@ -290,14 +290,15 @@ def load_recipe(
     settings, and the recipe says so (``hardware_checked``).
     """
     stage = Stage(stage)
-    types = _dataclass_types(stage)
+    # The file and the overrides first: their mistakes are said before TRL is imported (seconds).
     settings = read_recipe_file(path)
     where = str(path)
     declared = settings.get("stage")
     if declared is not None and declared != stage.value:
         raise RecipeError(f"{where}: a recipe for `train {declared}`, not `train {stage.value}`")
-    _check_keys(settings, types, where)
     extra = parse_overrides(overrides)
+    types = _dataclass_types(stage)
+    _check_keys(settings, types, where)
     for key in extra:
         _check_keys({key: None}, types, f"override {key}=")
     merged = _portable_names({**settings, **extra}, types)

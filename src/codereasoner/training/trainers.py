@@ -240,6 +240,8 @@ class TrainResult:
     seconds: float
     metrics: dict[str, Any]
     best: dict[str, Any] | None = None  # the best checkpoint, when it became the final model
+    signalled: bool = False  # stopped by SIGTERM, after saving a checkpoint
+    interrupted: Path | None = None  # the checkpoint saved on the way out
 
 
 def last_checkpoint(output_dir: Path) -> Path | None:
@@ -373,6 +375,7 @@ def train(recipe: Recipe, log: Callable[[str], None] = print) -> TrainResult:
     lock and decides (refuse, finished, resume point) for all of them.
     """
     from codereasoner.training.curves import CurvesCallback
+    from codereasoner.training.interrupt import StopOnSignal, stopping_on_sigterm
 
     out = recipe.output_dir
     started = time.monotonic()
@@ -396,7 +399,8 @@ def train(recipe: Recipe, log: Callable[[str], None] = print) -> TrainResult:
         checkpoint = Path(plan.checkpoint) if plan.checkpoint else None
         if checkpoint is not None:
             log(f"resuming from {checkpoint}")
-        callbacks = [CurvesCallback(out)] if recipe.train.curves else []
+        stop = StopOnSignal()
+        callbacks = [CurvesCallback(out), stop] if recipe.train.curves else [stop]
         try:
             trainer = build_trainer(recipe, callbacks, data)
         except (OSError, ValueError, ImportError) as exc:  # no such model, TRL's checks, no vLLM
@@ -407,7 +411,16 @@ def train(recipe: Recipe, log: Callable[[str], None] = print) -> TrainResult:
             ) from None
         if plan.first and is_main_process():  # once the trainer exists: a bad recipe leaves none
             _write_run_record(recipe)
-        outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        with stopping_on_sigterm(stop):
+            resume = str(checkpoint) if checkpoint else None
+            outcome = trainer.train(resume_from_checkpoint=resume)
+        if stop.signalled is not None:
+            steps = trainer.state.global_step
+            saved = last_checkpoint(out)
+            seconds = time.monotonic() - started
+            return TrainResult(
+                out, checkpoint, False, steps, seconds, {}, signalled=True, interrupted=saved
+            )
         _save_final(trainer, out, log)
         metrics = dict(outcome.metrics)
         best = best_checkpoint(trainer.args, trainer.state)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
@@ -87,7 +87,8 @@ def render(
         "<h1>codereasoner report</h1>",
         f'<p class="muted">{len(runs)} run(s), {len(names)} benchmark(s). Every score links '
         "to example failures of that run and benchmark; \u00b1 is its standard error. Higher "
-        "is better everywhere; the best value of a row is marked \u2605, among runs on the "
+        "is better for every score shown (a CoRE Cons is agreement, not skill: see its "
+        "table); the best value of a row is marked \u2605, among runs on the "
         "same items (where runs hold different items, scores are compared over the items "
         "they all hold) and never a SELF-CHECK run (the oracle: not a model score).</p>",
         _nav(names, table is not None),
@@ -404,10 +405,11 @@ def _breakdown_table(
         )
     first = next(table for table in tables if table is not None)
     categories = sorted({category for table in tables if table for category in table.rows})
-    head = _label_cells(runs, labels, len(first.columns))
+    held = [r for r, table in enumerate(tables) if table is not None]  # runs without it: no column
+    head = _label_cells([runs[r] for r in held], [labels[r] for r in held], len(first.columns))
     sub = "".join(
         f'<th title="{escape(column)}">{escape(column.removesuffix(" acc"))}</th>'
-        for _ in runs
+        for _ in held
         for column in first.columns
     )
     sized = bool(first.counts)
@@ -420,7 +422,7 @@ def _breakdown_table(
             best = _own_best(comparison, values)
             cells.append([(r, values[r], r in best) for r in range(len(runs))])
         row = []
-        for r in range(len(runs)):
+        for r in held:
             for column_cells in cells:
                 _, value, is_best = column_cells[r]
                 text = (
@@ -440,40 +442,63 @@ def _breakdown_table(
     )
 
 
+# Each Cons and the transparency score it compares I with.
+DEGENERATE_WITH = {"Cons_paper": "W", "Cons_text": "Ws"}
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _degenerate(mean: Mapping[str, object], metric: str) -> bool:
+    """True when the run's I and the W its Cons compares with are both 0 (or absent)."""
+    return not _number(mean.get("I")) and not _number(mean.get(DEGENERATE_WITH[metric]))
+
+
 def _core_variants(runs: Sequence[Run], labels: Sequence[str], comparison: Comparison) -> str:
     """Both CoRE gradings (project: strict, primary; ancestor: the original comparison), each
     run on its own items."""
     name = comparison.benchmark
+    held = [
+        r
+        for r, run in enumerate(runs)
+        if (result := run.benchmarks.get(name)) is not None and result.kind == CORE
+    ]  # runs without it: no column
     rows = []
     for variant in ("project", "ancestor"):
+        means = [
+            runs[r].benchmarks[name].report.get("variants", {}).get(variant, {}).get("mean", {})
+            for r in held
+        ]
         for metric in CORE_METRICS:
-            values = []
-            for run in runs:
-                result = run.benchmarks.get(name)
-                mean = (
-                    result.report.get("variants", {}).get(variant, {}).get("mean", {})
-                    if result and result.kind == CORE
-                    else {}
-                )
-                value = mean.get(metric)
-                values.append(float(value) if isinstance(value, int | float) else None)
-            best = _own_best(comparison, values)
+            values = [_number(mean.get(metric)) for mean in means]
+            # A Cons of a run with nothing right (I and its W both 0) is 1 by construction:
+            # agreement about nothing, never the best.
+            rivals = [
+                None if metric in DEGENERATE_WITH and _degenerate(mean, metric) else value
+                for mean, value in zip(means, values, strict=True)
+            ]
+            by_run: list[float | None] = [None] * len(runs)
+            for r, rival in zip(held, rivals, strict=True):
+                by_run[r] = rival
+            best = _own_best(comparison, by_run)
             cells = "".join(
                 _cell(
                     "-" if v is None else (f"{v:.4f}" if metric.startswith("Cons") else f"{v:.2f}"),
                     None,
                     r in best,
                 )
-                for r, v in enumerate(values)
+                for r, v in zip(held, values, strict=True)
             )
             rows.append(
                 f'<tr><td class="name">{variant}</td><td class="name">{metric}</td>{cells}</tr>'
             )
-    header = _label_cells(runs, labels)
+    header = _label_cells([runs[r] for r in held], [labels[r] for r in held])
     return (
         '<h3>Both gradings</h3><p class="muted">project: strict literal comparison '
         "(primary); ancestor: the original harness's comparison. I, Is, W, Ws, RCS in "
-        "percent; Cons as fractions.</p>"
+        "percent; Cons as fractions (agreement between I and W or Ws: a run with nothing "
+        "right has Cons 1 by construction, and is never marked best).</p>"
         f'<table><tr><th class="name">grading</th><th class="name">metric</th>{header}</tr>'
         f"{''.join(rows)}</table>"
     )
@@ -501,13 +526,15 @@ def _reasons_table(runs: Sequence[Run], labels: Sequence[str], name: str) -> str
     keys = sorted({key for flat in counts if flat for key in flat})
     if not keys:
         return ""
+    held = [r for r, flat in enumerate(counts) if flat is not None]  # runs without it: no column
     rows = "".join(
         f'<tr><td class="name">{escape(key)}</td>'
-        + "".join(f"<td>{'-' if flat is None else flat.get(key, 0)}</td>" for flat in counts)
+        + "".join(f"<td>{counts[r].get(key, 0)}</td>" for r in held)  # type: ignore[union-attr]
         + "</tr>"
         for key in keys
     )
-    table = f"<table>{_run_header(runs, labels, 'verdict')}{rows}</table>"
+    header = _run_header([runs[r] for r in held], [labels[r] for r in held], "verdict")
+    table = f"<table>{header}{rows}</table>"
     return f"<h3>Verdicts (samples)</h3>{_table(table)}"
 
 

@@ -9,6 +9,7 @@ or None when the runs hold nothing to plot. Output is deterministic: fixed hash 
 
 from __future__ import annotations
 
+import colorsys
 import io
 import re
 from collections.abc import Sequence
@@ -45,8 +46,13 @@ COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e3
 
 
 def color(index: int) -> str:
-    """The run's colour, the same in every plot."""
-    return COLORS[index % len(COLORS)]
+    """The colour of the run at ``index`` of the report's runs, the same in every plot and
+    never another run's: the palette first, then hues spread by the golden ratio."""
+    if index < len(COLORS):
+        return COLORS[index]
+    hue = (0.61803398875 * index) % 1.0
+    red, green, blue = colorsys.hsv_to_rgb(hue, 0.65, 0.55 + 0.3 * ((index // 7) % 2))
+    return f"#{round(red * 255):02x}{round(green * 255):02x}{round(blue * 255):02x}"
 
 
 def safe_label(text: str) -> str:
@@ -98,6 +104,18 @@ def _mark_ids(artists: Sequence[Any], run: int) -> None:
         artist.set_gid(f"{MARK_GID}_{run}_{number}")
 
 
+def _holding(
+    runs: Sequence[Run], labels: Sequence[str], benchmark: str, kind: str
+) -> list[tuple[int, str, BenchmarkResult]]:
+    """``(run index, label, result)`` of the runs holding ``benchmark`` with metrics of
+    ``kind``: a per-benchmark plot shows those alone, each in its run's colour."""
+    return [
+        (index, label, result)
+        for index, (label, run) in enumerate(zip(labels, runs, strict=True))
+        if (result := run.benchmarks.get(benchmark)) is not None and result.kind == kind
+    ]
+
+
 def headline(result: BenchmarkResult) -> tuple[str, Metric | None]:
     """The one number per benchmark in the overview plot: the Table 3 column
     (:func:`headline_metrics`), REval's average accuracy for its four, CoRE's Ws where it has
@@ -122,13 +140,20 @@ Series = Sequence[tuple[str, Sequence[Metric | None]]]
 
 
 def _grouped_bars(
-    axes: Axes, groups: Sequence[str], series: Series, fmt: str = "%.1f", scale: float = 1.0
+    axes: Axes,
+    groups: Sequence[str],
+    series: Series,
+    fmt: str = "%.1f",
+    scale: float = 1.0,
+    runs: Sequence[int] | None = None,
 ) -> None:
     """Bars per group, one colour per series, a standard error bar on each; missing values
-    leave a gap. Values are ``metric.value * scale``."""
+    leave a gap. Values are ``metric.value * scale``. ``runs``: each series' run index (its
+    colour and mark ids; default: the series' own position)."""
     width = 0.8 / max(len(series), 1)
-    for index, (label, metrics) in enumerate(series):
-        positions = [g + (index - (len(series) - 1) / 2) * width for g in range(len(groups))]
+    for position, (label, metrics) in enumerate(series):
+        index = runs[position] if runs is not None else position
+        positions = [g + (position - (len(series) - 1) / 2) * width for g in range(len(groups))]
         shown = [
             (p, m.value * scale, (m.stderr or 0.0) * scale)
             for p, m in zip(positions, metrics, strict=True)
@@ -204,22 +229,18 @@ def passk_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> st
 
 
 def passk_figure(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> Figure | None:
-    """pass@k of one benchmark, bars per k and run."""
-    results = [run.benchmarks.get(benchmark) for run in runs]
+    """pass@k of one benchmark, bars per k and run (runs without it left out)."""
+    present = _holding(runs, labels, benchmark, PASSK)
     keys: list[str] = []
-    for result in results:
-        if result is not None and result.kind == PASSK:
-            keys += [key for key in pass_keys(result.report) if key not in keys]
+    for _, _, result in present:
+        keys += [key for key in pass_keys(result.report) if key not in keys]
     if not keys:
         return None
     keys.sort(key=lambda key: int(key[5:]))
-    series = [
-        (label, [result.metric(key) if result else None for key in keys])
-        for label, result in zip(labels, results, strict=True)
-    ]
-    figure = _figure(max(5.5, 2.5 + 1.1 * len(keys) * max(1, len(runs)) ** 0.5), 3.8)
+    series = [(label, [result.metric(key) for key in keys]) for _, label, result in present]
+    figure = _figure(max(5.5, 2.5 + 1.1 * len(keys) * max(1, len(present)) ** 0.5), 3.8)
     axes = figure.add_subplot()
-    _grouped_bars(axes, keys, series)
+    _grouped_bars(axes, keys, series, runs=[index for index, _, _ in present])
     axes.set_ylabel("percent")
     axes.set_ylim(0, 112)
     axes.set_title(safe_label(f"{benchmark}: pass@k"))
@@ -236,37 +257,37 @@ def breakdown_plot(
 def breakdown_figure(
     runs: Sequence[Run], labels: Sequence[str], benchmark: str, index: int
 ) -> Figure | None:
-    """One per-category table of a benchmark: its first column, horizontal bars per run."""
+    """One per-category table of a benchmark: its first column, horizontal bars per run (runs
+    without it left out)."""
     tables = [
-        run.benchmarks[benchmark].breakdowns[index]
+        (run_index, label, run.benchmarks[benchmark].breakdowns[index])
+        for run_index, (label, run) in enumerate(zip(labels, runs, strict=True))
         if benchmark in run.benchmarks and len(run.benchmarks[benchmark].breakdowns) > index
-        else None
-        for run in runs
     ]
-    first = next((table for table in tables if table is not None), None)
-    if first is None:
+    if not tables:
         return None
+    first = tables[0][2]
     column = first.columns[0]
-    categories = sorted({name for table in tables if table for name in table.rows})
-    figure = _figure(8.0, 1.4 + 0.3 * len(categories) * max(1, len(runs)))
+    categories = sorted({name for _, _, table in tables for name in table.rows})
+    figure = _figure(8.0, 1.4 + 0.3 * len(categories) * len(tables))
     axes = figure.add_subplot()
-    height = 0.8 / len(runs)
-    for position, (label, table) in enumerate(zip(labels, tables, strict=True)):
+    height = 0.8 / len(tables)
+    for position, (run_index, label, table) in enumerate(tables):
         shown = [
             (c, table.rows[name].get(column))
             for c, name in enumerate(categories)
-            if table is not None and name in table.rows
+            if name in table.rows
         ]
         present = [(c, value) for c, value in shown if value is not None]
-        offset = (position - (len(runs) - 1) / 2) * height
+        offset = (position - (len(tables) - 1) / 2) * height
         bars = axes.barh(
             [c + offset for c, _ in present],
             [value for _, value in present],
             height,
             label=safe_label(label),
-            color=color(position),
+            color=color(run_index),
         )
-        _mark_ids(bars.patches, position)
+        _mark_ids(bars.patches, run_index)
     axes.set_yticks(range(len(categories)), [safe_label(name) for name in categories])
     axes.invert_yaxis()
     scale = "fraction" if first.unit == FRACTION else "percent"
@@ -341,25 +362,16 @@ def reval_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> st
 
 
 def reval_figure(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> Figure | None:
-    """REval accuracies per kind (fractions), bars per run."""
+    """REval accuracies per kind (fractions), bars per run (runs without it left out)."""
     kinds = [label for label, _, _, unit in REVAL_METRICS if unit == FRACTION]
-    series = []
-    for label, run in zip(labels, runs, strict=True):
-        result = run.benchmarks.get(benchmark)
-        series.append(
-            (
-                label,
-                [
-                    result.metric(kind) if result and result.kind == REVAL else None
-                    for kind in kinds
-                ],
-            )
-        )
+    present = _holding(runs, labels, benchmark, REVAL)
+    series = [(label, [result.metric(kind) for kind in kinds]) for _, label, result in present]
     if all(metric is None or metric.value is None for _, metrics in series for metric in metrics):
         return None
-    figure = _figure(max(7.0, 2.5 + 1.0 * len(kinds) * max(1, len(runs)) ** 0.5), 4.0)
+    figure = _figure(max(7.0, 2.5 + 1.0 * len(kinds) * max(1, len(present)) ** 0.5), 4.0)
     axes = figure.add_subplot()
-    _grouped_bars(axes, [kind.replace(" ", "\n", 1) for kind in kinds], series, "%.2f")
+    groups = [kind.replace(" ", "\n", 1) for kind in kinds]
+    _grouped_bars(axes, groups, series, "%.2f", runs=[index for index, _, _ in present])
     axes.set_ylabel("fraction")
     axes.set_ylim(0, 1.18)
     axes.set_title(safe_label(f"{benchmark}: accuracy per kind"))
