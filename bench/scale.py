@@ -4,7 +4,7 @@
    with a wrong expected output) as isolated single calls and as batches, through the local
    ``Pool`` and through ``RayPool`` with the same number of workers on this machine. Every
    result is checked identical between the two (timing fields aside) and every verdict against
-   the truth. Prints calls/s and the overhead ratio local/ray (issue target: at most 1.3x).
+   the truth. Prints calls/s and the overhead ratio local/ray (the target: at most 1.3x).
 2. Scaling curve: calls whose cost is wall time, not CPU (``time.sleep``), so that more workers
    than cores still show how throughput grows with the number of workers, and where dispatch
    stops keeping up. Ray is started with as many logical CPUs as the largest worker count; the

@@ -4,7 +4,7 @@
 * ours: ``Tracer.call`` with full state capture (every changed local, exact, rendered), with
   the C fast path when it is built (``--engine python``: the pure-Python line handler);
 * naive: ``sys.settrace`` that renders every local with a bounded ``reprlib.Repr`` at every line
-  event (execution.md 7.1/7.3), recording (line, {name: text});
+  event (docs/tracing.md), recording (line, {name: text});
 * floor (``--floor``): a lower bound for any tracer whose handler is a Python function and
   records changes (our C fast path is not one), not a tracer one could use: the callback,
   ``f_locals``, one step record per line event, and the ``repr``
@@ -53,7 +53,7 @@ _load_flat("values", _SRC / "values.py")
 for _name in TRACER_MODULES:  # each imports only those before it
     tracer = _load_flat(_name, _SRC / "execution" / "sandboxed" / f"{_name}.py")
 
-# (name, source, entry, args, calls per timing): a loop-heavy snippet (execution.md 7.1)
+# (name, source, entry, args, calls per timing): a loop-heavy snippet (docs/tracing.md)
 # and CRUXEval-like functions.
 PROGRAMS: list[tuple[str, str, str, tuple, int]] = [
     (

@@ -175,3 +175,18 @@ def test_error_lines_show_paths_as_typed(command: str, tmp_path: Path) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert str(folder) in line, line
+
+
+def test_version_answers_without_importing_the_commands() -> None:
+    """``codereasoner --version`` reads the package metadata only (it took over a second when
+    it imported every command and their libraries)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "codereasoner", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("codereasoner "), done.stderr
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "codereasoner.cli.application" not in imported and "typer" not in imported
+    assert not any(name.startswith("codereasoner.benchmarks") for name in imported)

@@ -1,4 +1,4 @@
-"""What a researcher meets first in ``codereasoner score`` (issue 15, item 4), through a real
+"""What a researcher meets first in ``codereasoner score``, through a real
 subprocess: the default --k of a one-sample file, per-sample results, a wrong-task file, a file
 whose answers keep the stop tag, progress off a terminal, and markup in file names and answers."""
 

@@ -136,3 +136,65 @@ def test_no_benchmark_name_outside_the_declarations(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     found = sorted({word for word in re.findall(r"""["']([\w.@-]+)["']""", text) if names_a(word)})
     assert not found, f"{path.relative_to(PACKAGE)} names benchmarks: {found}"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of import nodes under ``if TYPE_CHECKING:`` (never run)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(inner) for part in node.body for inner in ast.walk(part)}
+    return skipped
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Each module's imports of other ``codereasoner`` modules, lazy ones (inside functions) and
+    registry targets named as text included, ``TYPE_CHECKING`` ones left out."""
+    paths = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+    def resolve(dotted: str) -> str | None:
+        parts = dotted.split(".")
+        return next(
+            (".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in paths),
+            None,
+        )
+
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _type_checking_only(tree)
+        found: set[str | None] = set()
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found |= {resolve(f"{node.module}.{alias.name}") for alias in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {resolve(alias.name) for alias in node.names}
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                target = re.fullmatch(r"(codereasoner(?:\.\w+)+):\w+", node.value)
+                found |= {resolve(target.group(1))} if target else set()
+        graph[name] = {other for other in found if other and other != name}
+    return graph
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """No import cycle between modules, at import time or inside functions."""
+    graph = module_imports()
+    cycles = []
+    for start in graph:
+        stack, seen = [(start, [start])], {start}
+        while stack:
+            node, path = stack.pop()
+            for other in graph[node]:
+                if other == start:
+                    cycles.append(path)
+                elif other not in seen:
+                    seen.add(other)
+                    stack.append((other, [*path, other]))
+    assert not cycles, f"import cycles: {sorted({' -> '.join(sorted(c)) for c in cycles})}"

@@ -13,9 +13,9 @@ import pytest
 from codereasoner.evaluation.runner import Runner, RunSettings, RunSummary, available
 from codereasoner.execution import Pool
 from codereasoner.models import Request, Sampling, load_backend
-from codereasoner.models.oracle import NO_TRUTH, OracleBackend, answer
+from codereasoner.models.oracle import NO_TRUTH, OracleBackend, answer, oracle_completion
 from codereasoner.tasks import Item
-from codereasoner.tasks.oracle import NoOracleAnswer, oracle_completion
+from codereasoner.tasks.oracle import NoOracleAnswer
 from tests.conftest import SHARED_DATA
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

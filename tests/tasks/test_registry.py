@@ -13,8 +13,9 @@ import pytest
 from codereasoner import tasks
 from codereasoner.benchmarks import core, cruxeval, livecodebench, reval
 from codereasoner.execution import Pool
+from codereasoner.models.oracle import oracle_completion
 from codereasoner.tasks import Item, OutputPrediction, Score, TaskKind
-from codereasoner.tasks.oracle import NoOracleAnswer, oracle_completion
+from codereasoner.tasks.oracle import NoOracleAnswer
 from tests.conftest import SHARED_DATA
 
 BUILTIN = (

@@ -82,15 +82,10 @@ def import_hint(benchmark: str) -> str:
     return f"import files you downloaded with 'codereasoner bench fetch {benchmark} --from DIR'"
 
 
-def benchmark_of(dataset: str, source: Source) -> str:
-    """The first registered benchmark reading ``source`` of ``dataset`` (its name in hints when
-    the caller did not say which benchmark it loads: any of them fetches that file)."""
-    from codereasoner.benchmarks import REGISTRY  # the registry imports this module
-
-    for bench in REGISTRY.values():
-        if bench.dataset == dataset and source in bench.sources:
-            return bench.name
-    return "<benchmark>"
+def any_benchmark_of(dataset: str) -> str:
+    """The word for the benchmark in hints when a caller did not say which one it loads (the
+    registry, above this module, would know; every benchmark of a dataset fetches its files)."""
+    return f"<a {dataset} benchmark: see 'codereasoner bench list'>"
 
 
 @dataclass(frozen=True)
@@ -206,7 +201,7 @@ def locate(
             raise no_download(entry.source)
         if not entry.verified:
             if not download:
-                name = benchmark or benchmark_of(dataset, entry.source)
+                name = benchmark or any_benchmark_of(dataset)
                 raise DataUnavailable(
                     f"{entry.path}: not in the cache; run 'codereasoner bench fetch {name}' "
                     "(--from DIR imports files you downloaded) or pass --data-dir"
@@ -249,7 +244,7 @@ def fetch(
         return _install(folder, source, download, source.sha256, refuse, notes)
     except DataUnavailable as exc:
         if exc.local and exc.benchmark is None:
-            exc.benchmark = benchmark or benchmark_of(dataset, source)
+            exc.benchmark = benchmark or any_benchmark_of(dataset)
         raise
 
 

@@ -1,7 +1,7 @@
 """CoRE (Gao et al., Findings of ACL 2026): 60 problems, output prediction over equivalent
 implementations (``core_io.json``) and intermediate-state probes (``core_qa.json``).
 
-Probe policy (benchmarks.md §5.3, §5.5). Every record of ``core_qa.json`` is read and checked;
+Probe policy (docs/benchmark-rules.md, CoRE). Every record of ``core_qa.json`` is read and checked;
 item ids are ``<id>#<n>``, ``n`` counting the records that share an ``id`` in file order. Gold:
 
 - a ``ground_truth`` that :func:`values.parse` reads (Python or JSON spellings, ``inf``) is the
@@ -171,7 +171,7 @@ def family(model: str) -> str:
 
 
 def dimensions(complexity_type: str | None) -> tuple[str, ...]:
-    """A/L/S/B from the free-text label, by keyword (benchmarks.md §5.3)."""
+    """A/L/S/B from the free-text label, by keyword (docs/benchmark-rules.md)."""
     text = (complexity_type or "").lower()
     return tuple(key for key, words in DIMENSIONS.items() if any(w in text for w in words))
 

@@ -42,7 +42,7 @@ TEST_GENERATION = hub_source(
     upstream_sha256="4826aa00c059d6d47a099606ceed2d0e51d3aeeb1868f1bcf349a038bb64b4b1",
 )
 
-# Upstream's BASE_IMPORTS (benchmarks.md §3.6), run before every program, in its order, so that
+# Upstream's BASE_IMPORTS (docs/benchmark-rules.md), run before every program, in its order, so that
 # `bisect` ends up as the module. As upstream, numpy and pandas must be installed (Debian:
 # python3-numpy, python3-pandas, for the sandbox's interpreter): without them every answer fails.
 BASE_IMPORTS = """\

@@ -1,4 +1,4 @@
-"""REval items: prompt fields as upstream fills them (benchmarks.md 4.3), ground truth, metadata.
+"""REval items: prompt fields as upstream fills them (docs/benchmark-rules.md), ground truth, metadata.
 
 Field filling, per the spec's table: HumanEval ``invocation`` is ``fn(args)`` (the input without
 its final ``,)``, then ``)``), and path prompts number the code (``{N}\\t{line}\\n`` per line);
@@ -146,7 +146,7 @@ def _holes(text: str) -> str:
 
 def _leaks(output_pred: str) -> bool:
     """An assertion whose first argument is a literal while ``??`` replaced a later argument:
-    the expected value is in the question (benchmarks.md 4.7)."""
+    the expected value is in the question (docs/benchmark-rules.md)."""
     for call in _assert_calls(_holes(output_pred)):
         args = call.args
         holes = [k for k, arg in enumerate(args) if _is_hole(arg)]

@@ -107,7 +107,7 @@ def _setup_source(
 
 
 def setup_text(test_class: TestClass, *, comment_first: bool) -> str:
-    """Upstream's ``setup`` prompt text (benchmarks.md 4.3); "" without an own ``setUp``.
+    """Upstream's ``setup`` prompt text (docs/benchmark-rules.md); "" without an own ``setUp``.
 
     Coverage and state leave the first ``setUp`` body line uncommented (``comment_first=False``);
     path and output comment it out too.

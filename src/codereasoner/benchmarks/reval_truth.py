@@ -1,6 +1,6 @@
 """REval ground truth from our tracer: upstream's "states" rebuilt from an ExecutionTrace.
 
-Upstream (``dynamics.py``, benchmarks.md 4.2) records one *state* per run of equal line numbers
+Upstream (``dynamics.py``; docs/benchmark-rules.md) records one *state* per run of equal line numbers
 over the ``line``, ``return`` and ``exception`` events of the benchmark code's frames, across
 frames: a new state whenever the line differs from the previous state's, else the event merges
 into it (a line event replaces the state's locals). How each REval definition maps onto our trace:

@@ -15,6 +15,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from codereasoner.evaluation.plugins import PluginError, load_plugins
 from codereasoner.evaluation.runner import (
     Events,
     RunError,
@@ -104,6 +105,10 @@ def evaluate(
     typed report. Raises :class:`RunError` (one line naming the option) for bad settings, an
     unusable model or data, a run folder of another run, or a failure during the run.
     """
+    try:
+        load_plugins()
+    except PluginError as exc:
+        raise RunError(str(exc)) from None
     folder = None if data_dir is None else Path(data_dir)
     check_data_dir(folder)
     if isinstance(benchmarks, str):

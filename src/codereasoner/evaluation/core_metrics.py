@@ -1,4 +1,4 @@
-"""CoRE metrics (paper §4, benchmarks.md §5.6), per problem P, then averaged over problems.
+"""CoRE metrics (paper §4; docs/benchmark-rules.md, "CoRE: metrics"), per problem P, then averaged over problems.
 
 - ``I(P)``: 1 if every (implementation, test) output prediction of P is right, else 0.
 - ``Is(P)``, literal reading (the default): the share of P's implementations whose tests are all

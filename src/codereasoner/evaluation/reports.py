@@ -56,7 +56,7 @@ REVAL_METRICS = (  # (label, report key, inner key, unit)
 )
 REVAL_KEYS = ("coverage", "state", "path", "output", "avg_acc", "consistency")
 CORE_GRADINGS = {
-    "project": "strict: JSON-aware literal comparison (benchmarks.md 5.5), primary",
+    "project": "strict: JSON-aware literal comparison (docs/benchmark-rules.md), primary",
     "ancestor": "official: ast.literal_eval comparison of TnTWoW/code_reasoning",
 }
 

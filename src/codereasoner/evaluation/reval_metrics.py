@@ -1,4 +1,4 @@
-"""REval metrics (benchmarks.md 4.6): coverage accuracy/precision/recall/F1, accuracy per task,
+"""REval metrics (docs/benchmark-rules.md, "REval: metrics"): coverage accuracy/precision/recall/F1, accuracy per task,
 and Incremental Consistency. Accuracies are fractions; IC is in percent, as upstream prints it.
 
 IC scores each line question by the tuple (coverage, state, path, output of its pair) of

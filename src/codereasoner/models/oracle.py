@@ -1,7 +1,7 @@
 """The oracle backend: answers from the ground truth, a SELF-CHECK of the whole pipeline.
 
 It is not a model. Each request's completion states ``request.item``'s truth in the format the
-request's task kind and style expect (:func:`codereasoner.tasks.oracle.oracle_completion`), cut
+request's task kind and style expect (:func:`oracle_completion`), cut
 at the request's stop sequences as a server would, so prompt -> completion -> extraction ->
 grading -> metrics must come out at 100%; anything less is a grading bug or a truth that cannot be
 stated (those completions carry ``finish_reason`` :data:`NO_TRUTH` and say why).
@@ -19,11 +19,23 @@ from codereasoner.models.base import (
     check_completions,
     cut_at_stop,
 )
-from codereasoner.tasks.oracle import NoOracleAnswer, oracle_completion
+from codereasoner.tasks.base import Item, Style
+from codereasoner.tasks.oracle import NoOracleAnswer
+from codereasoner.tasks.registry import get as task_kind
 
-__all__ = ["NO_TRUTH", "OracleBackend", "answer"]
+__all__ = ["NO_TRUTH", "OracleBackend", "answer", "oracle_completion"]
 
 NO_TRUTH = "oracle_no_truth"  # finish_reason of a truth the oracle cannot state
+
+
+def oracle_completion(item: Item, style: Style | str = Style.DIRECT) -> str:
+    """The completion a perfect model would produce for ``item`` prompted in ``style``: its task
+    kind's ``oracle``; NoOracleAnswer when no kind of that name is registered."""
+    try:
+        kind = task_kind(item.task)
+    except ValueError:
+        raise NoOracleAnswer(f"{item.id}: no oracle for task kind {item.task!r}") from None
+    return kind.oracle(item, style)
 
 
 def answer(request: Request) -> Completion:

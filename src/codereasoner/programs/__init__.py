@@ -1,5 +1,5 @@
 """Program transformations: equivalent implementations by AST rewrites, checked by differential
-testing in the sandbox, and CoRE's variant filters (issue 16)."""
+testing in the sandbox, and CoRE's variant filters."""
 
 from codereasoner.programs.equivalence import (
     CC_MIN,

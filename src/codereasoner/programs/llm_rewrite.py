@@ -1,4 +1,4 @@
-"""The optional LLM rewriter: a model writes other implementations of a program (issue 16).
+"""The optional LLM rewriter: a model writes other implementations of a program.
 
 The prompt is the project's own (no benchmark defines one): it asks for a functionally
 equivalent implementation, written differently, keeping the function or method name and its

@@ -1,5 +1,5 @@
 """Test minimisation: the fewest inputs reaching the maximal line and branch coverage across a
-problem's implementations, by greedy set cover (CoRE §3) (issue 16).
+problem's implementations, by greedy set cover (CoRE §3).
 
     features = coverage_features(trace)        # set of hashable line/branch features
     chosen = minimal_tests(coverage)           # coverage[impl][test] -> features; sorted test indexes

@@ -1,6 +1,6 @@
-"""Exact intermediate-state probes from our traces, in CoRE's four dimensions (issue 16).
+"""Exact intermediate-state probes from our traces, in CoRE's four dimensions.
 
-CONTRACT (owned by the probes helper; other modules rely on these names and fields):
+CONTRACT (other modules rely on these names and fields):
 
     probes = probes_for(source, trace, frame="f", limit=8, rng=random.Random(0))
 

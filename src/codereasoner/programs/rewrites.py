@@ -1,4 +1,4 @@
-"""Semantics-preserving AST rewrites: equivalent implementations of a program (issue 16).
+"""Semantics-preserving AST rewrites: equivalent implementations of a program.
 
 Each rewrite takes a module's source and a ``random.Random`` and returns new source, or ``None``
 where it does not apply. A rewrite applies only at sites whose shape it can prove safe (the checks

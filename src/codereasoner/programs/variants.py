@@ -1,4 +1,4 @@
-"""Verified equivalent implementations of a program (issue 16).
+"""Verified equivalent implementations of a program.
 
 :func:`make_variants` draws random compositions of :data:`~.rewrites.REWRITES` (plus candidates
 the caller brings, e.g. LLM rewrites), keeps those that pass CoRE's filters and agree with their

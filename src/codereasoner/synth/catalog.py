@@ -1,7 +1,7 @@
 """The method catalog: built-in type methods and built-in functions that cases exercise.
 
 The names come from introspection (the public names of ``dir(T)`` for the built-in types, as in
-CRUXEval's generator) plus a fixed list of built-in functions (data-pipeline.md §3). Each name
+CRUXEval's generator) plus a fixed list of built-in functions (docs/synth.md). Each name
 needs a hand-written :class:`Method` entry saying how to call it with literal arguments; a public
 name without one must be listed in :data:`EXCLUDED` with the reason, and :func:`catalog` raises
 when an introspected name is neither (so a new Python version cannot silently shrink coverage).
@@ -87,7 +87,7 @@ class Method:
 # with a literal output (or is an alias that adds nothing); everything else is generatable.
 EXCLUDED: Mapping[str, str] = {}
 
-# Methods where CRUXEval-style benchmarks are hardest (data-pipeline.md §3) get more weight.
+# Methods where CRUXEval-style benchmarks are hardest (docs/synth.md) get more weight.
 HEAVY = 3.0
 HEAVY_METHODS = frozenset(
     {

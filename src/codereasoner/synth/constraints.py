@@ -1,4 +1,4 @@
-"""The constraint sampler: what each generated case must use (data-pipeline.md §4).
+"""The constraint sampler: what each generated case must use (docs/synth.md).
 
 A draw fixes whether the case feeds the method's result into another call (``nested_calls``),
 whether it calls other catalog methods (``other_methods``), a blueprint of nested control

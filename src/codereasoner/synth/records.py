@@ -1,6 +1,6 @@
 """The JSONL records a synthesis run writes: one per kept case, one per drop.
 
-A case record (data-pipeline.md 10.1, adapted; field order is fixed)::
+A case record (docs/synth.md; field order is fixed)::
 
     {"id", "method", "constraints", "generator", "code", "entry_point", "input", "call",
      "output", "output_type", "exec": {"python", "hashseed_stable", "hash_seeds",

@@ -1,6 +1,6 @@
 """Process questions about synthesized cases: ``case_probe``, a question about an intermediate
 state of a case's call (a variable after a line at some iteration, a condition's outcome, how
-often a loop ran), with the exact answer our tracer recorded (issue 16, point 5).
+often a loop ran), with the exact answer our tracer recorded.
 
 The prompt shows the code, the call and the question (``fields["question"]``), and asks, like
 the other case kinds, for the answer as a literal in the last ``<Answer>…</Answer>``. Grading

@@ -2,7 +2,7 @@
 
 Prompts are CoRE's IO, CoT and CoC templates (paper App. B.1, ``templates/core/``). Answers are
 located by one project rule shared with the probes (:func:`extract_answer`), then read as a
-literal (:func:`read_value`) and never evaluated. Two gradings (benchmarks.md §5.5):
+literal (:func:`read_value`) and never evaluated. Two gradings (docs/benchmark-rules.md, "CoRE: gradings"):
 
 - ``Grading.STRICT`` (the project's, CoRE's default): gold parsed as JSON, else as a Python
   literal; the answer as a Python literal or JSON spelling; tuples match lists, sets match as

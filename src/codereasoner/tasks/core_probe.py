@@ -1,6 +1,6 @@
 """CoRE intermediate-state probes: a question about one implementation run on one input.
 
-CoRE publishes no probe prompt: :data:`PROMPTS` are project-defined (benchmarks.md §5.4), one per
+CoRE publishes no probe prompt: :data:`PROMPTS` are project-defined (docs/benchmark-rules.md, "CoRE: prompts"), one per
 CoRE style, and show only the code, the call and the question. Answers are located like output
 answers (:func:`extract_answer`) and matched by a fixed rule (the paper gives none):
 

@@ -1,6 +1,6 @@
 """Answer extraction: the upstream rules (quirks included) and the project's robust rules.
 
-Upstream functions restate benchmarks.md §2.4 (CRUXEval) and §3.5/§3.6 (LiveCodeBench) and never
+Upstream functions restate docs/benchmark-rules.md (CRUXEval and LiveCodeBench answer extraction) and never
 fail: they return a string, possibly empty or unparsable, that grading then judges. The robust
 functions look for the asserted value the way a reader would (first ``[ANSWER]`` block, code
 fences removed, the ``assert ... == X`` statement parsed with :mod:`ast`, trailing prose cut) and

@@ -1,7 +1,7 @@
 """The self-check oracle's answers: a completion stating an item's ground truth.
 
-``oracle_completion(item, style)`` writes what a perfect model would write after the item's
-prompt in that style (the ``[THOUGHT]`` block of CoT styles included, the closing tag the
+:func:`codereasoner.models.oracle.oracle_completion` writes what a perfect model would write
+after the item's prompt in that style (the ``[THOUGHT]`` block of CoT styles included, the closing tag the
 stop sequence cuts off included), so that prompt -> completion -> extraction -> grading is
 exercised end to end. Each task kind writes its own (``TaskKind.oracle``, beside its
 ``extract``); this module holds what they share. A truth that cannot be written as an answer (a
@@ -14,25 +14,13 @@ from __future__ import annotations
 from codereasoner import values
 from codereasoner.tasks.base import Item, Style
 
-__all__ = ["THOUGHT", "NoOracleAnswer", "oracle_completion", "style_name", "tagged", "truth_text"]
+__all__ = ["THOUGHT", "NoOracleAnswer", "style_name", "tagged", "truth_text"]
 
 THOUGHT = "The self-check oracle states the recorded ground truth."
 
 
 class NoOracleAnswer(ValueError):
     """The item's truth cannot be stated as an answer of its task kind."""
-
-
-def oracle_completion(item: Item, style: Style | str = Style.DIRECT) -> str:
-    """The completion a perfect model would produce for ``item`` prompted in ``style``: its task
-    kind's ``oracle``; NoOracleAnswer when no kind of that name is registered."""
-    from codereasoner.tasks.registry import get  # the kinds import this module
-
-    try:
-        kind = get(item.task)
-    except ValueError:
-        raise NoOracleAnswer(f"{item.id}: no oracle for task kind {item.task!r}") from None
-    return kind.oracle(item, style)
 
 
 def style_name(style: Style | str) -> str:

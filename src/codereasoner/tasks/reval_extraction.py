@@ -1,4 +1,4 @@
-"""REval answer extraction: upstream's ``_postprocess`` rules (benchmarks.md 4.5) and robust ones.
+"""REval answer extraction: upstream's ``_postprocess`` rules (docs/benchmark-rules.md) and robust ones.
 
 Upstream functions never fail: they return the text grading judges, using upstream's sentinels
 when a CoT completion lacks ``[/THOUGHT]`` (coverage ``NO``, path ``-2``, state and output

@@ -1,6 +1,6 @@
 """Output (REval OP): complete the test code by replacing ``??``; the answer is executed.
 
-Official grading (benchmarks.md 4.5): ``ERROR`` becomes ``assert False``; a shorter answer gets
+Official grading (docs/benchmark-rules.md, "Output."): ``ERROR`` becomes ``assert False``; a shorter answer gets
 the question's first lines prepended; the penalty patterns fail it; otherwise it runs in the
 sandbox (HumanEval: ``exec`` in the program's namespace; ClassEval: as a test method, every
 ``assert`` rewritten to ``self.assert``, after ``setUp``) and passes when nothing is raised.

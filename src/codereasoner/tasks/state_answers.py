@@ -1,4 +1,4 @@
-"""REval state answers: ``value; type`` read as upstream reads it (benchmarks.md 4.5), never run.
+"""REval state answers: ``value; type`` read as upstream reads it (docs/benchmark-rules.md), never run.
 
 Upstream ``eval``s the value and resolves the type with ``pydoc.locate`` (which imports modules
 and may call anything). Here the value is parsed with :func:`codereasoner.values.parse` and the
@@ -103,7 +103,7 @@ Parsed = StatePrediction | StateError | str  # str: NIL
 
 
 def parse_state(text: str, *, json_spellings: bool = False) -> Parsed:
-    """Rules 2-9 of benchmarks.md 4.5 (State) on an extracted answer.
+    """Rules 2-9 of docs/benchmark-rules.md, "State." on an extracted answer.
 
     ``json_spellings``: the named leniency that reads ``true``/``false``/``null`` and bare
     ``inf``/``nan`` as values (upstream: a NameError, so the answer is wrong).

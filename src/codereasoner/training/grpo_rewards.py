@@ -22,7 +22,7 @@ from functools import partial
 from typing import Any
 
 from codereasoner.execution import Limits
-from codereasoner.training.recipe import RecipeError, TrainArguments
+from codereasoner.training.arguments import RecipeError, TrainArguments
 from codereasoner.training.rewards import (
     CodeReasoningReward,
     ProcessReward,

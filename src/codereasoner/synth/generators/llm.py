@@ -77,7 +77,7 @@ def _describe_control(control: Sequence[str]) -> str:
 
 
 def build_prompt(method: str, constraints: Constraints) -> str:
-    """The teacher prompt for one case (our own wording of data-pipeline.md 5.2's contract)."""
+    """The teacher prompt for one case (our own wording of its contract, docs/synth.md)."""
     nested = (
         "pass the result of one call directly as an argument of another call (e.g. `g(x.m(...))`)"
         if constraints.nested_calls

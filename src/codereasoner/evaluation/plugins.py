@@ -1,0 +1,71 @@
+"""Extensions from installed packages, through entry points: a package adds a task kind, a
+benchmark or a model backend without editing this one.
+
+A package declares, in its ``pyproject.toml``::
+
+    [project.entry-points."codereasoner.tasks"]
+    my_kind = "my_package:KIND"            # a TaskKind (an object with its name)
+    [project.entry-points."codereasoner.benchmarks"]
+    my-bench = "my_package:BENCHMARK"      # a Benchmark declaration
+    [project.entry-points."codereasoner.backends"]
+    mine = "my_package:BACKEND"            # a BackendType
+
+:func:`load_plugins` registers them, task kinds first (a benchmark names its kinds); the command
+line and :func:`codereasoner.evaluation.evaluate` call it before anything else. A plugin that
+cannot be loaded or registered is one :class:`PluginError` line naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+from codereasoner import benchmarks, models, tasks
+
+__all__ = ["GROUPS", "PluginError", "load_plugins"]
+
+
+class PluginError(RuntimeError):
+    """A plugin could not be loaded or registered (one line, naming it)."""
+
+
+def _benchmark(found: Any) -> None:
+    if benchmarks.REGISTRY.get(str(getattr(found, "name", ""))) is not found:
+        benchmarks.register(found)
+
+
+def _backend(found: Any) -> None:
+    if models.BACKENDS.get(str(getattr(found, "name", ""))) is not found:
+        models.register(found)
+
+
+# In registration order; each registers one loaded object.
+GROUPS: dict[str, Callable[[Any], None]] = {
+    "codereasoner.tasks": tasks.register,  # registering the same kind again does nothing
+    "codereasoner.benchmarks": _benchmark,
+    "codereasoner.backends": _backend,
+}
+
+
+def load_plugins() -> list[str]:
+    """Register every installed plugin (again: nothing new); returns ``group:name`` of each."""
+    loaded = []
+    for group, register in GROUPS.items():
+        for entry in sorted(entry_points(group=group), key=lambda found: found.name):
+            _load(entry, group, register)
+            loaded.append(f"{group}:{entry.name}")
+    return loaded
+
+
+def _load(entry: EntryPoint, group: str, register: Callable[[Any], None]) -> None:
+    where = f"plugin {entry.name} = {entry.value} ({group}"
+    where += f", package {entry.dist.name})" if entry.dist is not None else ")"
+    try:
+        found = entry.load()
+    except Exception as exc:  # a plugin's own import error, whatever it is
+        raise PluginError(f"{where}: cannot be loaded ({type(exc).__name__}: {exc})") from None
+    try:
+        register(found)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise PluginError(f"{where}: cannot be registered ({exc})") from None

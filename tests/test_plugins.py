@@ -1,0 +1,137 @@
+"""A benchmark with its own prompt from an installed package, through entry points: no file of
+this project changes, and ``bench list``, ``eval``, ``export-generations`` and ``score`` take it.
+
+The package is a real distribution on ``PYTHONPATH`` (a module and its ``dist-info`` with
+``entry_points.txt``, as pip installs one); every command runs as a user runs it, in a process
+of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PLUGIN = textwrap.dedent(
+    '''
+    """A toy output-prediction benchmark with a prompt of its own."""
+    from codereasoner.benchmarks import Benchmark, Stops
+    from codereasoner.benchmarks.cache import LOCAL, Source
+    from codereasoner.benchmarks.records import read_jsonl
+    from codereasoner.tasks import Item, OutputPrediction
+
+    PROMPT = "TOY PROMPT. Complete the assertion.\\n{code}\\nassert f({input}) == "
+
+
+    class ToyKind(OutputPrediction):
+        """CRUXEval's answers and grading, the toy's own prompt."""
+
+        def __init__(self):
+            super().__init__("cruxeval")
+            self.name = "toy_output"
+            self.styles = self.styles[:1]
+
+        def prompt(self, item, style="direct"):
+            return PROMPT.format(**item.fields)
+
+
+    def parse(paths):
+        rows = read_jsonl(paths["toy.jsonl"], {"id": str, "code": str, "input": str, "output": str})
+        return [
+            Item(row["id"], "toy-own", "toy_output", program=row["code"],
+                 call=f"f({row['input']})", truth=row["output"], fields=row)
+            for row in rows
+        ]
+
+
+    KIND = ToyKind()
+    BENCHMARK = Benchmark(
+        name="toy-own", title="Toy with its own prompt", description="three tiny functions",
+        tasks=("toy_output",), dataset="toy-own",
+        sources=(Source("toy.jsonl", "your own file", kind=LOCAL),), parse=parse,
+        license="CC0", upstream="tests/test_plugins.py", counts={"items": 3},
+        metric_note="pass@k x 100", stops=Stops(raw=("[/ANSWER]",)), breakdown="id",
+        breakdown_note="each item alone",
+    )
+    '''
+)
+ENTRY_POINTS = """\
+[codereasoner.tasks]
+toy_output = toyplugin:KIND
+
+[codereasoner.benchmarks]
+toy-own = toyplugin:BENCHMARK
+"""
+ROWS = [
+    {"id": "toy_0", "code": "def f(x):\n    return x * 2", "input": "21", "output": "42"},
+    {"id": "toy_1", "code": "def f(s):\n    return s[::-1]", "input": "'abc'", "output": "'cba'"},
+    {"id": "toy_2", "code": "def f(n):\n    return [n] * n", "input": "2", "output": "[2, 2]"},
+]
+
+
+def install(site: Path, entry_points: str = ENTRY_POINTS) -> None:
+    """The package as pip lays it out: the module and its dist-info."""
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "toyplugin.py").write_text(PLUGIN)
+    info = site / "toyplugin-0.1.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toyplugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+
+
+def cli(site: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    return subprocess.run(
+        [sys.executable, "-m", "codereasoner", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    install(site)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "toy.jsonl").write_text("".join(json.dumps(row) + "\n" for row in ROWS))
+    return site
+
+
+def test_an_installed_benchmark_runs_through_every_command(site: Path, tmp_path: Path) -> None:
+    listed = cli(site, "bench", "list")
+    assert listed.returncode == 0 and "toy-own" in listed.stdout, listed.stderr
+    data, run = tmp_path / "data", tmp_path / "run"
+    done = cli(site, "eval", "--model", "oracle", "--bench", "toy-own", "--data-dir", data,
+               "--out", run, "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["reports"]["toy-own"]["pass@1"] == 100.0
+    with sqlite3.connect(run / "run.sqlite") as store:
+        prompts = [text for (text,) in store.execute("SELECT text FROM prompts")]
+    assert len(prompts) == 3 and all(text.startswith("TOY PROMPT.") for text in prompts)
+    generations = tmp_path / "gens.jsonl"
+    exported = cli(site, "export-generations", run, "--out", generations)
+    assert exported.returncode == 0, exported.stderr
+    scored = cli(site, "score", "--bench", "toy-own", "-g", generations, "--data-dir", data,
+                 "--json")  # fmt: skip
+    assert scored.returncode == 0, scored.stderr
+    assert json.loads(scored.stdout)["pass@1"] == 100.0  # eval and score agree
+
+
+def test_a_broken_plugin_is_one_line_naming_it(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    install(site, "[codereasoner.benchmarks]\ntoy-own = toyplugin:MISSING\n")
+    done = cli(site, "bench", "list")
+    assert done.returncode == 2
+    (line,) = [line for line in done.stderr.splitlines() if line.strip()]
+    assert line.startswith("error: plugin toy-own = toyplugin:MISSING") and "toyplugin" in line
+    assert "cannot be loaded" in line
