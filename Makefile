@@ -9,7 +9,7 @@ LCB_DEBS := python3-numpy python3-pandas
 # The HTML report test renders the page in headless Chromium.
 TEST_DEBS := $(REVAL_DEBS) $(LCB_DEBS) chromium
 
-.PHONY: demo test lint bench learn system-deps test-deps clean
+.PHONY: demo test check lint bench learn system-deps test-deps clean
 
 # The main job on its embedded default: a training set from the offline generator (resumes if
 # interrupted; decontamination skipped, as the run states: no benchmark data offline), then the
@@ -22,7 +22,11 @@ test: system-deps test-deps $(VENV)/.dev $(VERL_VENV)/.ready
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20
+
+# The fast tier for everyday work: no training, Ray, browser, shared-data or slow tests.
+check: system-deps $(VENV)/.dev
+	$(BIN)/python -m pytest -q -m "not slow and not train and not ray and not browser and not full_data and not real_model"
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench

@@ -35,7 +35,7 @@ from typing import Any
 # --full runs every item.
 CRUXEVAL_LIMIT = 200
 CORE_PROBE_LIMIT = 100
-REVAL_LIMIT = 30  # whole (program, input) groups: every question kind
+REVAL_LIMIT = 200  # questions, kept in whole (program, input) groups: every kind of question
 CORE_GEN_PROBLEMS = 30
 # Rows per batch: a batch runs to its longest row, so more rows share each straggler's steps.
 MODEL_ARGS = "batch_size=32"
@@ -124,10 +124,13 @@ def _headline(report: dict[str, Any]) -> str:
     if "pass@1" in report:
         return f"pass@1 {report['pass@1']:.2f} ± {errors.get('pass@1', 0):.2f}"
     parts = []
-    for key in ("coverage", "state", "path", "output"):  # REval accuracies
+    for key in ("coverage", "state", "path", "output"):  # REval accuracies (coverage: acc)
         block = report.get(key)
-        if isinstance(block, dict) and "accuracy" in block:
-            parts.append(f"{key} {block['accuracy']:.3f}")
+        value = block.get("acc") if isinstance(block, dict) else block
+        if isinstance(value, int | float):
+            parts.append(f"{key} {value:.3f}")
+    if isinstance(report.get("consistency"), int | float):
+        parts.append(f"IC {report['consistency']:.1f}")
     variants = report.get("variants")
     core = variants.get("project", {}).get("mean", {}) if isinstance(variants, dict) else {}
     core_errors = core.get("stderr") or {}

@@ -49,3 +49,25 @@ def synth_cases(out: Path, n: int, seed: int) -> Path:
     done = CliRunner().invoke(app, [*args, str(out), "--no-decontam"], catch_exceptions=False)
     assert done.exit_code == 0, done.output
     return out
+
+
+# Tiers by cost and resource (pyproject.toml's markers): `make check` leaves these out.
+_TIER_BY_PATH = (("training", "train"), ("test_ray_", "ray"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its tier: training tests ``train``; Ray tests ``ray``; headless
+    Chromium tests ``browser``; tests of modules that read the shared benchmark data
+    ``full_data`` (they skip without it)."""
+    for item in items:
+        path = str(item.path)
+        for part, marker in _TIER_BY_PATH:
+            if part in path:
+                item.add_marker(marker)
+        name = item.name.lower()
+        if "ray" in name.split("_") or "ray[" in name or name.startswith("test_ray"):
+            item.add_marker("ray")
+        if "chromium" in name or "browser" in name:
+            item.add_marker("browser")
+        if "SHARED_DATA" in getattr(item.module, "__dict__", {}):
+            item.add_marker("full_data")

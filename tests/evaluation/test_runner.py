@@ -63,9 +63,10 @@ def test_a_larger_n_reuses_the_samples_it_has(tmp_path: Path, pool: Pool) -> Non
     assert backend.requests == prompts and backend.completions == 2 * prompts  # samples 1, 2
     assert summary.reports["cruxeval-o"]["samples"] == 3 * summary.reports["cruxeval-o"]["items"]
     assert _rows(tmp_path)["completions"] == 3 * prompts
-    with _runner(tmp_path, OracleBackend(), pool, n=1) as runner:  # back to n=1: reports shrink
+    with _runner(tmp_path, OracleBackend(), pool, n=1) as runner:  # back to n=1: kept, said
         smaller = runner.run()
-    assert smaller.reports["cruxeval-o"]["samples"] == smaller.reports["cruxeval-o"]["items"]
+    assert smaller.reports["cruxeval-o"] == summary.reports["cruxeval-o"]
+    assert any("kept the stored report over 3 samples" in w for w in smaller.warnings)
 
 
 def test_other_settings_in_the_same_run_dir_are_refused(tmp_path: Path, pool: Pool) -> None:

@@ -112,13 +112,13 @@ def test_oracle_completion_is_the_items_kinds_oracle() -> None:
     assert oracle_completion(lcb, "cot") == oracle_completion(item, "cot")
 
 
-def test_the_state_oracle_writes_what_state_grading_accepts() -> None:
+def test_the_state_oracle_writes_what_state_grading_accepts(pool: Pool) -> None:
     """A bytearray's recorded value is a bytes literal, which upstream reads as bytes."""
     state = tasks.get("state")
     item = Item("s", "reval", "state", truth='[["bytearray", "b\'ab\'"]]', truth_format="json")
     text = state.oracle(item, "direct")
     assert text == "bytearray(b'ab'); bytearray\n[/ANSWER]"
-    assert state.score(item, state.extract(item, text)).correct
+    assert state.score(item, state.extract(item, text), pool).correct  # read in the sandbox
     plain = replace(item, truth='[["int", "1"], ["int", "2"]]')
     assert state.oracle(plain, "direct") == "1; int\n[/ANSWER]"
     opaque = replace(item, truth='[["bs4.Tag", null]]')

@@ -232,7 +232,7 @@ def fetch_command(
     )
     try:
         with progress:
-            progress.add_task(f"reading and checking {bench.name}'s items", total=None)
+            progress.add_task(f"reading and checking {bench.name}'s items", total=None, wait=True)
             count = len(bench.load(folder, download=False))
     except DataUnavailable as exc:
         fail(str(exc))

@@ -108,8 +108,8 @@ class LineProgress(Progress):
         name = " ".join(task.description.split()) or "progress"
         if task.total:
             count = f"{task.completed:,.0f}/{task.total:,.0f} ({100 * task.completed / task.total:.0f}%)"
-        else:  # no count for work that has none (a wait)
-            count = f"{task.completed:,.0f}" if task.completed else ""
+        else:  # no count for a wait (a task added with wait=True)
+            count = "" if task.fields.get("wait") else f"{task.completed:,.0f}"
         elapsed = time.monotonic() - self._started_at.get(task_id, time.monotonic())
         note = str(task.fields.get("note") or "")
         words = [f"{name}:", *([count] if count else []), f"{elapsed:.0f}s"]
