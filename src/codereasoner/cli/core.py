@@ -153,9 +153,9 @@ def build_command(
         from codereasoner.evaluation.runner import RunError
 
         try:
-            backend = open_backend(rewriter)
+            backend = open_backend(rewriter, flag="--rewriter")
         except RunError as exc:
-            fail(str(exc).replace("--model", "--rewriter", 1))
+            fail(str(exc))
     started = time.monotonic()
     try:
         with (

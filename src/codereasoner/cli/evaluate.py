@@ -293,9 +293,9 @@ def eval_command(
         backend.close()
     if log_samples is not None:
         try:
-            logged = write_sample_log(summary.run_dir, log_samples)
+            logged = write_sample_log(summary.run_dir, log_samples, flag="--log-samples")
         except ExportError as exc:
-            fail(str(exc).replace("--out ", "--log-samples ", 1))
+            fail(str(exc))
         error_console.print(
             f"samples logged: {safe_markup(str(log_samples))} ({logged:,} lines)",
             highlight=False,

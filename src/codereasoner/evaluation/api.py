@@ -41,9 +41,12 @@ def open_backend(
     concurrency: int | None = None,
     request_timeout: float | None = None,
     model_args: str | Mapping[str, Any] | None = None,
+    *,
+    flag: str = "--model",
 ) -> Backend:
     """The backend of a model spec with eval's server options and ``model_args`` (a mapping, or
-    ``key=value,...`` text as ``--model-args`` takes); RunError naming the flag."""
+    ``key=value,...`` text as ``--model-args`` takes); RunError naming the flag (``flag``: the
+    one that gave the spec)."""
     if concurrency is not None and concurrency < 1:
         raise RunError(f"--concurrency {concurrency}: expected at least 1 request in flight")
     if request_timeout is not None and not request_timeout > 0:
@@ -67,7 +70,7 @@ def open_backend(
         given = {key: value for key, value in options.items() if value is not None}
         return load_backend(model, **{**extra, **given})
     except (SpecError, BackendError) as exc:
-        raise RunError(f"--model: {exc}") from None
+        raise RunError(f"{flag}: {exc}") from None
 
 
 def evaluate(

@@ -101,12 +101,12 @@ def export_generations(
     return Exported(name, out, fmt, len(order), n, options)
 
 
-def write_sample_log(run: Path, out: Path) -> int:
+def write_sample_log(run: Path, out: Path, flag: str = "--out") -> int:
     """Every graded sample of the run, one JSON line each (as lm-eval's ``--log_samples``):
     benchmark, item id, sample, prompt (and system message), completion, finish reason, the
     extracted answer and the verdict (correct, reason, detail), in item and sample order.
-    Written atomically; returns the number of lines."""
-    _check_out(out, store_path(run), force=True)
+    Written atomically; returns the number of lines (errors name ``flag``, the file's option)."""
+    _check_out(out, store_path(run), force=True, flag=flag)
     names = run_benchmarks(run)
     lines: list[str] = []
     with RunStore(store_path(run)) as store:
@@ -142,25 +142,27 @@ def write_sample_log(run: Path, out: Path) -> int:
     try:
         write_atomic(out, "".join(line + "\n" for line in lines))
     except OSError as exc:
-        raise ExportError(f"--log-samples {out}: cannot write ({exc.strerror or exc})") from None
+        raise ExportError(f"{flag} {out}: cannot write ({exc.strerror or exc})") from None
     return len(lines)
 
 
-def _check_out(out: Path, store: Path, *, force: bool) -> None:
+def _check_out(out: Path, store: Path, *, force: bool, flag: str = "--out") -> None:
     """``out`` must be a file name whose folder is (or can be made) a folder, and none of the
     files the run keeps, however it is spelt (symlinks, ``..``, hard links)."""
     if out.is_dir():
-        raise ExportError(f"--out {out}: is a folder; expected a file name")
+        raise ExportError(f"{flag} {out}: is a folder; expected a file name")
     for parent in out.parents:
         if parent.exists() or parent.is_symlink():
             if not parent.is_dir():
-                raise ExportError(f"--out {out}: {parent} is not a folder")
+                raise ExportError(f"{flag} {out}: {parent} is not a folder")
             break
     kept = run_file_at(out, store)
     if kept is not None:
-        raise ExportError(f"--out {out}: that is the run's own {kept.name}; give another file name")
+        raise ExportError(
+            f"{flag} {out}: that is the run's own {kept.name}; give another file name"
+        )
     if out.exists() and not force:
-        raise ExportError(f"--out {out}: already exists; pass --force to replace it")
+        raise ExportError(f"{flag} {out}: already exists; pass --force to replace it")
 
 
 def _existing_store(run: Path) -> Path:

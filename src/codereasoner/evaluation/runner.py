@@ -23,22 +23,44 @@ Every run, finished or failed, writes its summary to ``RUN_DIR/results.json`` (`
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import math
-import os
-import re
 import sqlite3
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks import Benchmark
-from codereasoner.evaluation.families import Family, RunReport, family_of, load_report
+from codereasoner.evaluation.families import Family, RunReport, family_of
 from codereasoner.evaluation.reports import Report
+from codereasoner.evaluation.run_items import (
+    available,
+    headline,
+    load_items,
+    select_items,
+    style_for,
+)
+from codereasoner.evaluation.run_settings import (
+    FIXED,
+    FORMAT,
+    LIMIT_WARNING_SHARE,
+    ORACLE,
+    RESULTS_JSON,
+    RUN_FILES,
+    SCORE_CHUNK,
+    SELF_CHECK,
+    RunError,
+    RunSettings,
+    _differing_option,
+    check_data_dir,
+    check_out,
+    check_settings,
+    default_run_dir,
+    run_file_at,
+)
+from codereasoner.evaluation.run_summary import Events, Quiet, RunSummary
 from codereasoner.evaluation.scoring import (
     PARSE_FAILURES,
     parse_failure_warning,
@@ -46,7 +68,6 @@ from codereasoner.evaluation.scoring import (
     wrong_task_warning,
 )
 from codereasoner.evaluation.store import (
-    STORE_NAME,
     ItemRow,
     RunStore,
     StoredCompletion,
@@ -56,10 +77,8 @@ from codereasoner.execution import (
     Executor,
     Limits,
     SandboxUnavailable,
-    check_executor,
     open_executor,
 )
-from codereasoner.execution.sandbox import ISOLATION_MODES
 from codereasoner.files import foreign_entry, write_atomic
 from codereasoner.models.base import (
     Backend,
@@ -70,10 +89,12 @@ from codereasoner.models.base import (
     model_identity,
 )
 from codereasoner.models.base import prompt_hash as hash_prompt
-from codereasoner.synth.writer import LOCK_FILE, FolderBusy, exclusive
+from codereasoner.synth.writer import FolderBusy, exclusive
 from codereasoner.tasks import Answer, Extracted, Extraction, Grading, Item, Score
 
 __all__ = [
+    "ORACLE",
+    "SELF_CHECK",
     "RunError",
     "RunSettings",
     "RunSummary",
@@ -85,313 +106,10 @@ __all__ = [
     "default_run_dir",
     "headline",
     "load_items",
+    "run_file_at",
     "select_items",
     "style_for",
 ]
-
-FORMAT = "run-store"  # the reports' "format" field
-SCORE_CHUNK = 500  # items graded and stored per transaction
-FIXED = ("sampling", "style", "extraction", "grading", "chat", "limit")
-ORACLE = "oracle"
-SELF_CHECK = "SELF-CHECK: the oracle answers from the ground truth; this is not a model score"
-RESULTS_JSON = "results.json"  # the summary of the last run (done or failed), beside run.sqlite
-SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")  # a SQLite database's files
-# What a folder may hold before its run store exists: the store's own files as SQLite creates
-# them, and the lock.
-RUN_FILES = frozenset({*(STORE_NAME + suffix for suffix in SQLITE_SUFFIXES), LOCK_FILE})
-LIMIT_WARNING_SHARE = 0.5  # warn when at least this share of completions hit --max-tokens
-
-
-def run_file_at(out: Path, store: Path) -> Path | None:
-    """The file of the run whose store is ``store`` that writing ``out`` would replace (its
-    store and the store's journals, under either spelling, its lock, its ``results.json``),
-    however ``out`` is spelt (symlinks, ``..``, hard links); None when ``out`` is none of them."""
-    folder = store.parent
-    kept = [store.with_name(store.name + suffix) for suffix in SQLITE_SUFFIXES]
-    kept += [folder / (STORE_NAME + suffix) for suffix in SQLITE_SUFFIXES]
-    kept += [folder / LOCK_FILE, folder / RESULTS_JSON]
-    target = out.resolve()
-    for path in kept:
-        if path.resolve() == target or (
-            out.exists() and path.exists() and os.path.samefile(out, path)
-        ):
-            return path
-    return None
-
-
-class RunError(RuntimeError):
-    """A run that cannot start or continue; the message is one line."""
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """What a run does. ``extraction`` and ``timeout`` None: each benchmark's default."""
-
-    benchmarks: tuple[str, ...]
-    n: int = 1
-    sampling: Sampling = field(default_factory=Sampling)
-    style: str = "direct"
-    extraction: str | None = None
-    grading: str = "official"
-    chat: bool = False
-    limit: int | None = None
-    data_dir: Path | None = None
-    timeout: float | None = None
-    workers: int | None = None
-    isolation: str = "auto"
-    executor: str | None = None  # local, ray or ray:ADDRESS (default: $CODEREASONER_EXECUTOR)
-
-    def config(self) -> dict[str, Any]:
-        """The run row's config (JSON)."""
-        sampling = {
-            key: value for key, value in json.loads(self.sampling.key()).items() if key != "stop"
-        }
-        return {
-            "benchmarks": list(self.benchmarks),
-            "n": self.n,
-            "sampling": sampling,
-            "style": self.style,
-            "extraction": self.extraction,
-            "grading": self.grading,
-            "chat": self.chat,
-            "limit": self.limit,
-            "data_dir": None if self.data_dir is None else str(self.data_dir),
-        }
-
-    def identity(self) -> dict[str, Any]:
-        """The settings a resumed run must keep (``FIXED``), as stored in the config."""
-        config = self.config()
-        return {key: config[key] for key in FIXED}
-
-
-def check_settings(settings: RunSettings) -> None:
-    """RunError (one line naming the option) for settings no run can use; checks nothing
-    on disk, so it can run before anything is created."""
-    _check_sampling(settings.sampling)
-    if settings.n < 1:
-        raise RunError(f"--n {settings.n}: expected at least 1 sample per item")
-    if settings.limit is not None and settings.limit < 1:
-        raise RunError(f"--limit {settings.limit}: expected at least 1 item")
-    if settings.timeout is not None and not settings.timeout > 0:
-        raise RunError(f"--timeout {settings.timeout:g}: expected a positive number of seconds")
-    if settings.workers is not None and settings.workers < 1:
-        raise RunError(f"--workers {settings.workers}: expected at least 1 sandbox worker")
-    if settings.isolation not in ISOLATION_MODES:
-        raise RunError(
-            f"--isolation {settings.isolation!r}: expected one of {', '.join(ISOLATION_MODES)}"
-        )
-    try:
-        check_executor(settings.executor)
-    except ValueError as exc:
-        raise RunError(str(exc)) from None
-    except SandboxUnavailable as exc:
-        raise RunError(f"sandbox unavailable: {exc}") from None
-
-
-def _check_sampling(sampling: Sampling) -> None:
-    if not (math.isfinite(sampling.temperature) and sampling.temperature >= 0):
-        raise RunError(f"--temperature {sampling.temperature:g}: expected a number >= 0")
-    if not 0 < sampling.top_p <= 1:
-        raise RunError(f"--top-p {sampling.top_p:g}: expected a number in (0, 1]")
-    if sampling.max_tokens is not None and sampling.max_tokens < 1:
-        raise RunError(f"--max-tokens {sampling.max_tokens}: expected at least 1 token")
-    if sampling.seed is not None and sampling.seed < 0:
-        raise RunError(f"--seed {sampling.seed}: expected an integer >= 0")
-
-
-def check_data_dir(data_dir: Path | None) -> None:
-    """RunError (one line naming ``--data-dir``) when ``data_dir`` is a file no benchmark reads
-    as its data (``cases`` reads a ``cases.jsonl``); reads no data. A path that does not exist
-    is left to each benchmark, whose error names the file it expects there."""
-    if data_dir is None or not data_dir.exists():
-        return
-    if not any(benchmarks.get(name).folder(data_dir).is_dir() for name in benchmarks.names()):
-        raise RunError(
-            f"--data-dir {data_dir}: not a folder; expected the data root (one folder per "
-            "dataset) or a benchmark's folder"
-        )
-
-
-def check_out(run_dir: Path) -> None:
-    """RunError (one line naming ``--out``) when ``run_dir`` is a file, or cannot be created (a
-    file on its path, a folder that cannot be written); creates nothing."""
-    run_dir = Path(run_dir)
-    where = f"--out {run_dir}"
-    if run_dir.exists():
-        if not run_dir.is_dir():
-            raise RunError(f"{where}: is a file; expected a run folder (new or existing)")
-        if not os.access(run_dir, os.W_OK | os.X_OK):
-            raise RunError(f"{where}: the folder is not writable; expected a run folder to write")
-        return
-    parent = run_dir.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise RunError(f"{where}: {parent} is a file; expected a run folder (new or existing)")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise RunError(f"{where}: cannot create it ({parent} is not writable)")
-
-
-# The flags that set each FIXED setting (the sampling ones: per field of the sampling dict).
-FLAGS = {
-    "style": "--style",
-    "extraction": "--extraction",
-    "grading": "--grading",
-    "chat": "--chat/--raw",
-    "limit": "--limit",
-    "temperature": "--temperature",
-    "top_p": "--top-p",
-    "max_tokens": "--max-tokens",
-    "seed": "--seed",
-}
-
-
-def _differing_option(key: str, stored: Any, asked: Any) -> tuple[str, Any, Any]:
-    """The flag of a FIXED setting that differs, with both values (a sampling field's own)."""
-    if key == "sampling" and isinstance(stored, dict) and isinstance(asked, dict):
-        for field_name in asked:
-            if stored.get(field_name) != asked[field_name]:
-                flag = FLAGS.get(field_name, f"sampling {field_name}")
-                return flag, stored.get(field_name), asked[field_name]
-    return FLAGS.get(key, key), stored, asked
-
-
-def default_run_dir(model_id: str, settings: RunSettings) -> Path:
-    """``runs/<model slug>-<hash>``: the hash covers the model's identity (the id without a
-    server URL: a server moved to another host or port keeps the folder) and the settings a
-    resumed run must keep, so re-running the same command (any day) resumes, and another
-    setting gets another folder."""
-    model = model_identity(model_id)
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-")[:80] or "model"
-    identity = json.dumps([model, settings.identity()], sort_keys=True)
-    return Path("runs") / f"{slug}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
-
-
-@dataclass
-class RunSummary:
-    """What a run did and found. ``model``: the run's model identity (the model id without a
-    server URL). ``self_check`` is set for the oracle: per benchmark, the items it could not
-    state and the samples graded wrong (both empty when all is well). ``status``: ``done``, or
-    ``failed`` with the ``message`` (then ``reports`` holds the benchmarks finished before)."""
-
-    run_dir: Path
-    model: str
-    reports: dict[str, dict[str, Any]]
-    generated: dict[str, int]  # completions generated by this invocation
-    cached: dict[str, int]  # completions found in the cache
-    graded: dict[str, int]  # samples graded by this invocation
-    self_check: dict[str, dict[str, Any]] | None = None
-    status: str = "done"
-    message: str = ""
-    warnings: list[str] = field(default_factory=list)  # one line each, said on the terminal too
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_dir": str(self.run_dir),
-            "model": self.model,
-            "status": self.status,
-            "message": self.message,
-            "note": SELF_CHECK if self.self_check is not None else "",
-            "headline": {name: headline(name, report) for name, report in self.reports.items()},
-            "generated": self.generated,
-            "cached": self.cached,
-            "graded": self.graded,
-            "self_check": self.self_check,
-            "warnings": self.warnings,
-            "reports": self.reports,
-        }
-
-    def to_json(self) -> str:
-        """What ``codereasoner eval --json`` prints and ``results.json`` holds (for a failed
-        run too)."""
-        return json.dumps(self.to_dict(), indent=2)
-
-    def typed_reports(self) -> dict[str, Report]:
-        """The reports as their family's typed report (``PassReport``, ``RevalReport``, ...)."""
-        found = {name: load_report(name, report) for name, report in self.reports.items()}
-        return {name: report for name, report in found.items() if report is not None}
-
-
-class Events(Protocol):
-    """Progress of a run (the CLI draws bars from these). An object may also have
-    ``note(benchmark, phase, text)``: where the work inside the current step is (a local model's
-    batch), and ``warn(text)``: a warning as soon as it is known."""
-
-    def start(self, benchmark: str, phase: str, total: int) -> None: ...
-
-    def advance(self, benchmark: str, phase: str, count: int = 1) -> None: ...
-
-
-class _Quiet:
-    def start(self, benchmark: str, phase: str, total: int) -> None:
-        pass
-
-    def advance(self, benchmark: str, phase: str, count: int = 1) -> None:
-        pass
-
-
-# ---------------------------------------------------------------------------------------
-# per-benchmark choices: read from the benchmark's declaration
-# ---------------------------------------------------------------------------------------
-
-
-def select_items(bench: Benchmark, items: Sequence[Item], limit: int | None) -> list[Item]:
-    """A deterministic subset of about ``limit`` items: whole groups (``Benchmark.group``: e.g.
-    REval's program and input, CoRE's problem) in the order of a hash of their key, until
-    ``limit`` is reached."""
-    if limit is None or limit >= len(items):
-        return list(items)
-    groups: dict[str, list[Item]] = {}
-    for item in items:
-        groups.setdefault(bench.group(item), []).append(item)
-    order = sorted(groups, key=lambda key: hashlib.sha256(key.encode()).hexdigest())
-    chosen: set[str] = set()
-    count = 0
-    for key in order:
-        if count >= limit:
-            break
-        chosen.add(key)
-        count += len(groups[key])
-    return [item for item in items if bench.group(item) in chosen]
-
-
-def known_styles() -> list[str]:
-    """Every prompt style some registered task kind has, in registration order."""
-    found = [str(style) for name in tasks.names() for style in tasks.get(name).styles]
-    return list(dict.fromkeys(found))
-
-
-def style_for(bench: Benchmark, style: str) -> str:
-    """``style`` where the benchmark supports it, else ``direct`` (every benchmark has it)."""
-    if style not in known_styles():
-        raise RunError(f"--style {style!r}: expected one of {', '.join(known_styles())}")
-    return style if style in bench.styles else "direct"
-
-
-def available(data_dir: Path | None = None) -> list[str]:
-    """The benchmarks whose data is in ``data_dir`` (or its per-dataset folders) or the cache."""
-    found = []
-    for name in benchmarks.names():
-        try:
-            load_items(benchmarks.get(name), data_dir, download=False)
-        except (RunError, ValueError, OSError):
-            continue
-        found.append(name)
-    return found
-
-
-def load_items(bench: Benchmark, data_dir: Path | None, *, download: bool = True) -> list[Item]:
-    """``data_dir``: the data root (one folder per dataset) or the benchmark's own folder."""
-    try:
-        return bench.load(data_dir, download=download)
-    except benchmarks.DataUnavailable as exc:
-        raise RunError(f"{bench.name}: {exc}") from None
-
-
-def headline(benchmark: str, report: dict[str, Any]) -> dict[str, float]:
-    """A stored report's main metrics (its family's ``headline``)."""
-    typed = load_report(benchmark, report)
-    return {} if typed is None else typed.headline()
 
 
 # ---------------------------------------------------------------------------------------
@@ -444,7 +162,7 @@ class Runner:
         self.backend = backend
         self.identity = model_identity(backend.model_id)  # the store's key for the model
         self.settings = settings
-        self.events: Events = events or _Quiet()
+        self.events: Events = events or Quiet()
         self.pool_factory = pool_factory
         self.companion_files = tuple(companion_files)
         self._lock = contextlib.ExitStack()
