@@ -73,6 +73,8 @@ _SANDBOXED_DIR = _PACKAGE_DIR / "execution" / "sandboxed"
 # imported there as flat top-level modules.
 STAGED_FILES: dict[str, Path] = {
     "worker.py": _SANDBOXED_DIR / "worker.py",
+    "sandbox_child.py": _SANDBOXED_DIR / "sandbox_child.py",
+    "sandbox_wire.py": _SANDBOXED_DIR / "sandbox_wire.py",
     "seccomp_filter.py": _SANDBOXED_DIR / "seccomp_filter.py",
     **{f"{name}.py": _SANDBOXED_DIR / f"{name}.py" for name in TRACER_MODULES},
     "values.py": _PACKAGE_DIR / "values.py",

@@ -41,40 +41,81 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import builtins
 import contextlib
-import ctypes
 import gc
 import json
 import math
-import random
 import resource
 import select
 import signal
 import socket
 import time
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple
 
-if TYPE_CHECKING:  # the sandbox imports the same file as the flat module `values`
-    from codereasoner import values
+if TYPE_CHECKING:
+    from codereasoner.execution.sandboxed.sandbox_child import (
+        _EXIT_RESTART,
+        _PARTS,
+        _Child,
+        _StateGuard,
+        _vm_size_kb,
+        _write_all,
+    )
+    from codereasoner.execution.sandboxed.sandbox_wire import (
+        _PRCTL,
+        _classify_exit,
+        _cpu_ms,
+        _kill_group,
+        _prctl_parent_death_kill,
+        _read_job,
+        _sandbox_error,
+        _sanitize,
+        _setup_failure,
+        _timeout,
+        _violation,
+    )
 else:
-    import values
+    from sandbox_child import (
+        _EXIT_RESTART,
+        _PARTS,
+        _Child,
+        _StateGuard,
+        _vm_size_kb,
+        _write_all,
+    )
+    from sandbox_wire import (
+        _PRCTL,
+        _classify_exit,
+        _cpu_ms,
+        _kill_group,
+        _prctl_parent_death_kill,
+        _read_job,
+        _sandbox_error,
+        _sanitize,
+        _setup_failure,
+        _timeout,
+        _violation,
+    )
 
-CHILD_STATUSES = ("ok", "error", "memory", "output_limit")
+
 _TICK_S = 0.05
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
 _MAX_RESULT_LINE = 8 << 20
-# A child that stops on purpose after reporting (output flood, a thread outliving its call) exits
-# with this code so the worker starts a fresh child for the calls that remain.
-_EXIT_RESTART = 75
-# Source parts of a job, run in this order in one namespace; only "<program>" is traced.
-_PARTS = {"preamble": "<preamble>", "source": "<program>", "epilogue": "<epilogue>"}
+
+
 # The line a child writes once it is confined, before any program code runs.
 _READY = b'{"ready": true}'
+
+
 # Below the pool's grace period, so that a stuck set-up is reported by the worker itself.
 _SETUP_TIMEOUT_S = 4.0
+
+
 # How often the template looks for the end of killed children while it waits for requests.
 _REAP_POLL_S = 0.005
+
+
 # Signals the worker and the template ignore: nothing in the sandbox may end them by a signal
 # (children cannot send any, and the kernel cannot be asked to on their behalf; this is a second
 # line). Children get the previous dispositions back.
@@ -102,332 +143,6 @@ _STRAY_SIGNALS = tuple(
     )
     if hasattr(signal, name)
 )
-_MAX_RSS_KB = 1 << 40
-_MAX_CPU_MS = 1e12
-
-
-class _OutputLimit(Exception):
-    pass
-
-
-class _CappedText:
-    """A text stream that keeps at most ``cap`` characters and calls ``on_overflow`` past that."""
-
-    encoding = "utf-8"
-    errors = "strict"
-
-    def __init__(self, cap: int, on_overflow) -> None:
-        self.cap = cap
-        self.on_overflow = on_overflow
-        self.parts: list[str] = []
-        self.size = 0
-
-    def write(self, text: str) -> int:
-        if type(text) is not str:
-            raise TypeError(f"write() argument must be str, not {values.type_name(text)}")
-        self.size += len(text)
-        if self.size > self.cap:
-            keep = self.cap - (self.size - len(text))
-            if keep > 0:
-                self.parts.append(text[:keep])
-            self.on_overflow()
-        self.parts.append(text)
-        return len(text)
-
-    def text(self) -> str:
-        return "".join(self.parts)[: self.cap]
-
-    def flush(self) -> None:
-        pass
-
-    def writable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return False
-
-    def isatty(self) -> bool:
-        return False
-
-    def fileno(self) -> int:
-        raise OSError("captured stream has no file descriptor")
-
-
-class _EmptyStdin:
-    """Standard input of a sandboxed call: always at end of file."""
-
-    encoding = "utf-8"
-
-    def read(self, size: int = -1) -> str:
-        return ""
-
-    def readline(self, size: int = -1) -> str:
-        return ""
-
-    def readlines(self, hint: int = -1) -> list[str]:
-        return []
-
-    def __iter__(self):
-        return iter(())
-
-    def readable(self) -> bool:
-        return True
-
-    def isatty(self) -> bool:
-        return False
-
-    def fileno(self) -> int:
-        return 0
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _vm_size_kb() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1])
-    return 0
-
-
-def _safe_str(exc: BaseException, cap: int) -> str:
-    try:
-        text = str(exc)
-    except BaseException as inner:  # a hostile __str__
-        return f"<unprintable {values.type_name(exc)}: {values.type_name(inner)}>"
-    if type(text) is not str:
-        return "<non-string message>"
-    return text[:cap]
-
-
-def _resolve_entry(entry: str, namespace: dict):
-    head, *rest = entry.split(".")
-    instantiate = head.endswith("()")
-    name = head[:-2] if instantiate else head
-    if name not in namespace:
-        raise NameError(f"{name!r} is not defined by the program")
-    target = namespace[name]
-    if instantiate:
-        target = target()
-    for attribute in rest:
-        target = getattr(target, attribute)
-    if not callable(target):
-        raise TypeError(f"{entry!r} is not callable")
-    return target
-
-
-class _StateGuard:
-    """Restores interpreter state that one call could tamper with before the next call runs."""
-
-    def __init__(self) -> None:
-        self.builtins = dict(builtins.__dict__)
-        self.modules = dict(sys.modules)
-        self.recursion_limit = sys.getrecursionlimit()
-        self.int_digits = sys.get_int_max_str_digits()
-        self.sys_hooks = {name: getattr(sys, name) for name in ("displayhook", "excepthook")}
-
-    def restore(self) -> None:
-        current = builtins.__dict__
-        current.clear()
-        current.update(self.builtins)
-        for name, module in self.modules.items():
-            if sys.modules.get(name) is not module:
-                sys.modules[name] = module
-        self.reset()
-
-    def reset(self) -> None:
-        """The part a fresh child needs before its first call: its builtins and modules are
-        the snapshot's already (restoring them would touch, and so copy, every page holding
-        one of them), but the random seed, for one, is not."""
-        sys.settrace(None)
-        sys.setprofile(None)
-        sys.setrecursionlimit(self.recursion_limit)
-        sys.set_int_max_str_digits(self.int_digits)
-        for name, hook in self.sys_hooks.items():
-            setattr(sys, name, hook)
-        for number in (signal.SIGINT, signal.SIGALRM, signal.SIGTERM, signal.SIGXCPU):
-            signal.signal(number, signal.SIG_DFL)
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        random.seed(0)
-
-
-class _Child:
-    """Runs calls ``start..`` of one job in the current (forked, confined) process."""
-
-    def __init__(self, job: dict, start: int, result_fd: int) -> None:
-        self.job = job
-        self.start = start
-        self.result_fd = result_fd
-        limits = job["limits"]
-        self.stdout_cap = int(limits["max_output_chars"])
-        self.value_cap = int(limits["max_value_chars"])
-        self.message_cap = 2000
-        self.index = start
-        self.stdout = _CappedText(self.stdout_cap, self._overflow)
-        self.stderr = _CappedText(self.stdout_cap, self._overflow)
-
-    def send(self, result: dict) -> None:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        result["i"] = self.index
-        result["cpu_total_ms"] = round((usage.ru_utime + usage.ru_stime) * 1000, 3)
-        result["max_rss_kb"] = usage.ru_maxrss
-        result["stdout"] = self.stdout.text()
-        result["stderr"] = self.stderr.text()
-        result["stdout_truncated"] = self.stdout.size > self.stdout_cap
-        _write_all(self.result_fd, json.dumps(result).encode() + b"\n")
-
-    def _overflow(self) -> None:
-        # Raising would let the program catch it; report and end this child instead.
-        self.send(
-            {
-                "status": "output_limit",
-                "exc_type": None,
-                "exc_message": f"output exceeded {self.stdout_cap} characters",
-            }
-        )
-        os._exit(_EXIT_RESTART)
-
-    def run(self, guard: _StateGuard) -> None:
-        job = self.job
-        try:
-            # The preamble and epilogue run in the program's namespace but are not traced.
-            codes = [
-                compile(job.get(part) or "", filename, "exec") for part, filename in _PARTS.items()
-            ]
-        except BaseException as exc:
-            for index in range(self.start, len(job["calls"])):
-                self.index = index
-                self.send(
-                    {
-                        "status": "error",
-                        "exc_type": values.type_name(exc),
-                        "exc_message": _safe_str(exc, self.message_cap),
-                    }
-                )
-            return
-        # sys.__stdin__ too, on purpose, although the stubs declare it Final (a TextIOWrapper).
-        sys.stdin = sys.__stdin__ = _EmptyStdin()  # type: ignore[misc, assignment]
-        guard.reset()
-        for index in range(self.start, len(job["calls"])):
-            self.index = index
-            call = job["calls"][index]
-            self.stdout.parts.clear()
-            self.stdout.size = 0
-            self.stderr.parts.clear()
-            self.stderr.size = 0
-            sys.stdout, sys.stderr = self.stdout, self.stderr
-            self.send(self._run_call(codes, call))
-            if index + 1 == len(job["calls"]):
-                os._exit(0)  # straight away: the worker ends this child after its last result
-            guard.restore()
-            sys.stdout, sys.stderr = self.stdout, self.stderr
-            if len(os.listdir("/proc/self/task")) > 1:
-                os._exit(_EXIT_RESTART)  # a thread outlived its call
-
-    def _run_call(self, codes: list, call: dict) -> dict:
-        namespace = {"__name__": "__main__", "__builtins__": builtins}
-        # The renderer this worker reports with stays its own: a program's ``import values``
-        # loads a fresh copy, so replacing ``values.render`` there changes nothing reported.
-        sys.modules.pop("values", None)
-        try:
-            for code in codes:
-                exec(code, namespace)
-        except BaseException as exc:
-            return self._error(exc)
-        try:
-            function = _resolve_entry(call["entry"], namespace)
-        except BaseException as exc:
-            result = self._error(exc)
-            if result["status"] == "error":
-                result["exc_type"] = "EntryPointError"
-                result["exc_message"] = f"{call['entry']}: {result['exc_message']}"
-            return result
-        try:
-            # The parent renders them from a tuple and a dict (Call.wire).
-            args, kwargs = (
-                cast("tuple", values.parse(call["args"])),
-                cast("dict[str, object]", values.parse(call["kwargs"])),
-            )
-        except BaseException as exc:
-            return self._error(exc)
-        options = self.job.get("trace")
-        if options is None:
-            try:
-                value = function(*args, **kwargs)
-            except BaseException as exc:
-                return self._error(exc)
-            return self._render(value)
-        if TYPE_CHECKING:
-            from codereasoner.execution.sandboxed import tracer
-        else:
-            import tracer
-
-        options = dict(options)
-        on_overflow = None if options.pop("finish_untraced", False) else self._trace_overflow
-        traced = tracer.Tracer(source=self.job["source"], on_overflow=on_overflow, **options)
-        try:
-            traced.call(function, args, kwargs)
-        except BaseException as exc:
-            result = self._error(exc)
-        else:
-            result = self._render(traced.value)
-        result["trace"] = traced.last
-        return result
-
-    def _trace_overflow(self, trace: dict) -> None:
-        # The program could catch an exception raised to stop it, so the child ends here.
-        self.send(
-            {
-                "status": "output_limit",
-                "exc_type": None,
-                "trace": trace,
-                "exc_message": f"trace stopped early ({trace['partial_reason']})",
-            }
-        )
-        os._exit(_EXIT_RESTART)
-
-    def _error(self, exc: BaseException) -> dict:
-        status = "memory" if isinstance(exc, MemoryError) else "error"
-        return {
-            "status": status,
-            "exc_type": values.type_name(exc),
-            "exc_message": _safe_str(exc, self.message_cap),
-        }
-
-    def _render(self, value) -> dict:
-        result: dict[str, object] = {
-            "status": "ok",
-            "type": values.type_name(value),
-            "exc_type": None,
-            "exc_message": None,
-        }
-        try:
-            result["value"] = values.render(value, max_chars=self.value_cap)
-            result["literal"] = True
-        except values.NotALiteral:
-            result["value"] = f"<{result['type']} object>"
-            result["literal"] = False
-        except values.RenderLimitExceeded as exc:
-            result.update(
-                status="output_limit",
-                value=None,
-                literal=False,
-                exc_message=f"return value: {_safe_str(exc, self.message_cap)}",
-            )
-        except MemoryError:
-            result.update(
-                status="memory",
-                value=None,
-                literal=False,
-                exc_type="MemoryError",
-                exc_message="while rendering the return value",
-            )
-        return result
 
 
 class _Image(NamedTuple):
@@ -817,157 +532,6 @@ class _Template:
             raise SystemExit("sandbox template process ended")
         status, maxrss, utime, stime = json.loads(answer)
         return status, (maxrss, utime, stime)
-
-
-_PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up once: children only call it
-
-
-def _prctl_parent_death_kill() -> None:
-    with contextlib.suppress(Exception):
-        _PRCTL(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-
-
-def _read_job(fd: int) -> tuple[int, bytes]:
-    """Read ``b"<start> <size>\\n"`` and then ``size`` bytes of job JSON from the job pipe."""
-    data = b""
-    while b"\n" not in data:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            raise EOFError("job pipe closed before a job arrived")
-        data += chunk
-    head, data = data.split(b"\n", 1)
-    start, size = (int(part) for part in head.split())
-    parts, have = [data], len(data)
-    while have < size:
-        chunk = os.read(fd, min(size - have, 1 << 20))
-        if not chunk:
-            raise EOFError("job pipe closed mid-job")
-        parts.append(chunk)
-        have += len(chunk)
-    return start, b"".join(parts)
-
-
-def _setup_failure(line: bytes) -> str:
-    try:
-        message = json.loads(line)["setup_error"]
-    except (ValueError, KeyError, TypeError):
-        message = None
-    if type(message) is not str:
-        return "sandboxed child sent no acknowledgement of its set-up"
-    return f"sandbox set-up failed: {message[:2000]}"
-
-
-def _cpu_ms(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) * 1000 / _CLK_TCK
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def _kill_group(pid: int) -> None:
-    for kill in (os.killpg, os.kill):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            kill(pid, signal.SIGKILL)
-
-
-def _failure(status: str, exc_type: str | None, message: str) -> dict:
-    return {
-        "status": status,
-        "type": None,
-        "value": None,
-        "literal": False,
-        "exc_type": exc_type,
-        "exc_message": message,
-        "stdout": "",
-        "stderr": "",
-        "stdout_truncated": False,
-    }
-
-
-def _timeout(message: str) -> dict:
-    return _failure("timeout", None, message)
-
-
-def _violation(message: str) -> dict:
-    return _failure("error", "ProtocolViolation", message)
-
-
-def _sandbox_error(message: str) -> dict:
-    return _failure("sandbox_error", "SandboxError", message)
-
-
-def _classify_exit(wait_status: int) -> dict:
-    if os.WIFSIGNALED(wait_status):
-        number = os.WTERMSIG(wait_status)
-        if number == signal.SIGXCPU:
-            return _timeout("CPU time limit exceeded (SIGXCPU)")
-        name = signal.Signals(number).name if number in signal.valid_signals() else str(number)
-        return _failure("killed", None, f"process killed by signal {name}")
-    code = os.WEXITSTATUS(wait_status)
-    return _failure("error", "ProcessExit", f"process exited with code {code} before returning")
-
-
-_RESULT_FIELDS = {
-    "value": (str, type(None)),
-    "type": (str, type(None)),
-    "literal": (bool,),
-    "exc_type": (str, type(None)),
-    "exc_message": (str, type(None)),
-    "stdout": (str,),
-    "stderr": (str,),
-    "stdout_truncated": (bool,),
-    "max_rss_kb": (int,),
-    "trace": (dict,),
-}
-
-
-# The deepest nesting a real result has (a trace step's fields) is far below this; a deeper
-# forged line could make the parent's JSON reader recurse past its limit.
-_MAX_DEPTH = 16
-
-
-def _shallow(data: object) -> bool:
-    """True when ``data`` nests containers at most _MAX_DEPTH deep (no recursion here)."""
-    stack = [(data, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > _MAX_DEPTH:
-            return False
-        if type(item) is dict:
-            stack.extend((value, depth + 1) for value in item.values())
-        elif type(item) is list:
-            stack.extend((value, depth + 1) for value in item)
-    return True
-
-
-def _sanitize(line: bytes, expected_index: int) -> dict | None:
-    """Keep a child's result only if it has exactly the shape the child code writes, with sane
-    numbers (a forged line cannot make the parent overflow or print non-JSON)."""
-    try:
-        raw = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if type(raw) is not dict or raw.get("i") != expected_index or not _shallow(raw):
-        return None
-    status = raw.get("status")
-    if status not in CHILD_STATUSES:  # never sandbox_error: only the worker reports that
-        return None
-    cpu_total = raw.get("cpu_total_ms", 0.0)
-    if type(cpu_total) not in (int, float) or not 0 <= cpu_total <= _MAX_CPU_MS:
-        return None
-    if "max_rss_kb" in raw and not (
-        type(raw["max_rss_kb"]) is int and 0 <= raw["max_rss_kb"] <= _MAX_RSS_KB
-    ):
-        return None
-    clean = {"status": status, "cpu_total_ms": float(cpu_total)}
-    for key, kinds in _RESULT_FIELDS.items():
-        if key in raw:
-            if type(raw[key]) not in kinds:
-                return None
-            clean[key] = raw[key]
-    return clean
 
 
 def _tracer_engine() -> str | None:
