@@ -4,19 +4,11 @@ wrote, with one line, and changes nothing there."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.commands import run_codereasoner as cli
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def refused(done: subprocess.CompletedProcess[str], *words: str) -> None:

@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from math import comb
 from pathlib import Path
 
 import pytest
 
+from tests.commands import run_codereasoner as cli
 from tests.conftest import SHARED_DATA
 from tests.fixtures import official_verdicts
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CRUX = FIXTURES / "cruxeval"
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def hand_pass_at_k(verdicts: dict[str, list[bool | None]], k: int, official: bool) -> float:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import run_codereasoner as cli
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HOLDER = """
 import sys, time
@@ -27,15 +29,6 @@ def held(folder: Path) -> subprocess.Popen[str]:
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     return holder
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.mark.parametrize("command", ["eval", "distill", "synth"])

@@ -9,8 +9,6 @@ with a reason that is not the infrastructure's, and the harness keeps grading ri
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -27,6 +25,7 @@ from codereasoner.tasks import (
     Reason,
     run_plans,
 )
+from tests.commands import run_codereasoner as cli
 
 CRUX = Path(__file__).resolve().parents[1] / "fixtures" / "cruxeval"
 LIMITS = Limits(timeout_s=1.0, wall_timeout_s=2.0, memory_mb=512)
@@ -98,15 +97,6 @@ def test_forged_input_verdicts_are_wrong(pool: Pool) -> None:
             assert not score.correct and score.reason is not Reason.SANDBOX_ERROR, (item.id, score)
     honest = run_plans(pool, [task.plan(items[0], [Answer(items[0].call)])], LIMITS)[0][0]
     assert honest.correct
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_the_quoted_forgery_scores_zero_through_score(tmp_path: Path, items: list[Item]) -> None:

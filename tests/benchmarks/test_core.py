@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -21,6 +19,7 @@ from codereasoner.execution import Batch, Limits, Pool, TraceOptions, parse_call
 from codereasoner.tasks import Item
 from codereasoner.tasks.core_probe import CoreProbe, check_trace
 from codereasoner.trace import trace_batches
+from tests.commands import run_codereasoner as _cli
 from tests.conftest import SHARED_DATA
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "core"
@@ -319,15 +318,6 @@ def test_bad_files(tmp_path: Path) -> None:
         path.write_text(text)
         with pytest.raises(DataUnavailable, match=message):
             core.load_outputs(path, "core")
-
-
-def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_cli_bad_data_exits_2_with_one_line(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -21,6 +20,7 @@ from codereasoner.evaluation.report import ReportDataError, load_runs, plots, re
 from codereasoner.evaluation.report.data import run_labels
 from codereasoner.evaluation.runner import SELF_CHECK
 from codereasoner.execution import Pool
+from tests.commands import run_codereasoner as cli
 from tests.conftest import SHARED_DATA
 from tests.evaluation.report_stores import (
     add_core,
@@ -339,15 +339,6 @@ def test_page_renders_in_headless_chromium(built: Built, tmp_path: Path) -> None
     found = legend_overlaps(CHROMIUM, out, tmp_path)
     assert found["plots"] == 8 and found["marks"] > 40 and found["overlaps"] == []
     assert legend_overlaps(CHROMIUM, out, tmp_path, moved=True)["overlaps"]
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_cli_writes_the_page_and_prints_tables(built: Built, tmp_path: Path) -> None:
