@@ -306,6 +306,15 @@ def checked_limits(**settings: float) -> Limits:
         fail(flag_message(exc))
 
 
+IsolationFlag = Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")]
+"""``--isolation``: the sandbox's isolation, for every command that runs programs."""
+
+
+def json_flag(what: str) -> object:
+    """``--json``: print ``what`` as JSON (one declaration, each command's own noun)."""
+    return typer.Option("--json", help=f"Print {what} as JSON.")
+
+
 ExecutorFlag = Annotated[
     str | None, typer.Option("--executor", help=EXECUTOR_HELP, show_default=False)
 ]

@@ -13,6 +13,7 @@ from rich.table import Table
 from codereasoner.cli.common import (
     DATA_DIR_OPTION,
     ExecutorFlag,
+    IsolationFlag,
     check_executor,
     check_folder,
     console,
@@ -20,6 +21,7 @@ from codereasoner.cli.common import (
     error_console,
     fail,
     interruptible,
+    json_flag,
     open_pool,
     safe_markup,
 )
@@ -77,9 +79,9 @@ def build_command(
         typer.Option(help="Build the first N problems only (a larger N later adds the next)."),
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Sandbox workers (default: cores).")] = None,
-    isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    isolation: IsolationFlag = "auto",
     executor: ExecutorFlag = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    as_json: Annotated[bool, json_flag("the summary")] = False,
 ) -> None:
     """Build a CoRE-style benchmark into OUT (resumable): rewrites checked equivalent in the
     sandbox, minimised tests, probes from exact traces. Evaluate it with

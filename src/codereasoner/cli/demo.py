@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from codereasoner import values
-from codereasoner.cli.common import check_file, console, fail, open_pool, safe_markup
+from codereasoner.cli.common import IsolationFlag, check_file, console, fail, open_pool, safe_markup
 from codereasoner.execution import Batch, Limits, Program, Status, parse_call
 from codereasoner.files import write_atomic
 
@@ -101,7 +101,7 @@ def demo_command(
     out: Annotated[
         Path | None, typer.Option(help="Also write one JSON record per item here.")
     ] = None,
-    isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    isolation: IsolationFlag = "auto",
 ) -> None:
     """Run the built-in demonstration: ground truth in the sandbox, verdicts in the parent."""
     if out is not None:

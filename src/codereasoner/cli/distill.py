@@ -10,12 +10,14 @@ from rich.table import Table
 
 from codereasoner.cli.common import (
     ExecutorFlag,
+    IsolationFlag,
     check_executor,
     console,
     dump_json,
     error_console,
     fail,
     interruptible,
+    json_flag,
     safe_markup,
 )
 from codereasoner.cli.evaluate import Bars
@@ -83,9 +85,9 @@ def distill_command(
     workers: Annotated[
         int | None, typer.Option(help="Sandbox workers (default: one per core).")
     ] = None,
-    isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    isolation: IsolationFlag = "auto",
     executor: ExecutorFlag = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    as_json: Annotated[bool, json_flag("the summary")] = False,
 ) -> None:
     """Distil chains of thought from a teacher by rejection sampling (docs/training.md).
 

@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from codereasoner.cli.common import console, dump_json, open_pool, safe_cell, safe_markup
+from codereasoner.cli.common import (
+    IsolationFlag,
+    console,
+    dump_json,
+    open_pool,
+    safe_cell,
+    safe_markup,
+)
 from codereasoner.execution import Executor, Program, Status, parse_call
 
 # Each probe tries one thing the sandbox must stop; "contained" is what a safe sandbox returns.
@@ -81,7 +88,7 @@ def show_doctor(facts: dict[str, object], probes: list[Probe]) -> None:
 
 
 def doctor_command(
-    isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    isolation: IsolationFlag = "auto",
     as_json: Annotated[
         bool,
         typer.Option("--json", help="Print the sandbox's facts and the probes' outcomes as JSON."),

@@ -19,9 +19,11 @@ from codereasoner.benchmarks.cache import LOCAL
 from codereasoner.cli.common import (
     DATA_DIR_OPTION,
     ExecutorFlag,
+    IsolationFlag,
     console,
     error_console,
     fail,
+    json_flag,
     safe_markup,
 )
 from codereasoner.cli.progress import LineProgress
@@ -242,9 +244,9 @@ def eval_command(
         ),
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Sandbox workers (default: cores).")] = None,
-    isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    isolation: IsolationFlag = "auto",
     executor: ExecutorFlag = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    as_json: Annotated[bool, json_flag("the summary")] = False,
     log_samples: Annotated[
         Path | None,
         typer.Option(

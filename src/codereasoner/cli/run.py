@@ -13,11 +13,13 @@ from rich.text import Text
 
 from codereasoner.cli.common import (
     CallText,
+    IsolationFlag,
     ProgramFile,
     checked_limits,
     console,
     dump_json,
     fail,
+    json_flag,
     open_pool,
     read_program_and_call,
     result_table,
@@ -51,8 +53,8 @@ def run_command(
     seeds: Annotated[
         str, typer.Option(help="PYTHONHASHSEED values; several (e.g. 0,1) check determinism.")
     ] = "0",
-    isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    isolation: IsolationFlag = "auto",
+    as_json: Annotated[bool, json_flag("the result")] = False,
 ) -> None:
     """Run one call of FILE's program in the sandbox; print value, status and resource use."""
     source, parsed = read_program_and_call(file, call)

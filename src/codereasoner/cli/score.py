@@ -15,12 +15,14 @@ from codereasoner import benchmarks
 from codereasoner.benchmarks import Metrics
 from codereasoner.cli.common import (
     DATA_DIR_OPTION,
+    IsolationFlag,
     check_file,
     console,
     dump_json,
     emit_report,
     error_console,
     fail,
+    json_flag,
     open_pool,
     safe_cell,
     safe_markup,
@@ -85,7 +87,7 @@ def score_command(
             "samples per item for).",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: Annotated[bool, json_flag("the report")] = False,
     grading: Annotated[
         str | None,
         typer.Option(
@@ -124,7 +126,7 @@ def score_command(
     workers: Annotated[
         int | None, typer.Option(help="Sandbox workers (default: one per core).")
     ] = None,
-    isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    isolation: IsolationFlag = "auto",
     results: Annotated[
         Path | None,
         typer.Option(

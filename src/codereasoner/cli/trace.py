@@ -17,6 +17,7 @@ from rich.text import Text
 
 from codereasoner.cli.common import (
     CallText,
+    IsolationFlag,
     ProgramFile,
     checked_limits,
     console,
@@ -129,7 +130,7 @@ def trace_command(
     max_steps: Annotated[int, typer.Option(help="Stop tracing after this many steps.")] = 10_000,
     max_value_chars: Annotated[int, typer.Option(help="Longest rendered value.")] = 200,
     timeout: Annotated[float, typer.Option(help="CPU-time limit, seconds.")] = 5.0,
-    isolation: Annotated[str, typer.Option(help="auto, bubblewrap or fallback.")] = "auto",
+    isolation: IsolationFlag = "auto",
 ) -> None:
     """Trace one call of FILE's program in the sandbox: lines, loop iterations, values, branches."""
     source, parsed = read_program_and_call(file, call)
