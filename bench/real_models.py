@@ -96,7 +96,7 @@ def run_one(run: Run, bench: str, limit: int | None, out: Path, data_dir: Path) 
     started = time.monotonic()
     done = codereasoner(*args)
     seconds = time.monotonic() - started
-    if done.returncode not in (0, 1):  # 1: finished, with sandbox errors or a failed check
+    if done.returncode not in (0, 1) or not done.stdout.strip():  # 1: sandbox errors, or a check
         raise SystemExit(f"{run.name} {bench}: eval failed (exit {done.returncode})")
     summary = json.loads(done.stdout)
     timing_file = folder / "timing.json"

@@ -190,3 +190,14 @@ def test_strict_state_grading_differs_only_where_eval_is_needed(
     upstream_only = {answer for _, answer, up, _, strict in verdicts if up and not strict}
     assert strict_only <= {"print('l'); str"}  # upstream's eval prints and yields None
     assert {"int(0); int", "-1 + 1; int", "[]; list.", "0; builtins.int"} <= upstream_only
+
+
+def test_a_value_for_a_nil_truth_is_wrong_without_a_sandbox_reading(pool: Pool) -> None:
+    """Nil (the variable does not exist there) takes only Nil; upstream's reading of a value
+    then cannot matter (a real model's answers crashed the official reading here)."""
+    item = Item("DREval/0/0/9/state", "reval", "state", program="def f():\n    return 0\n",
+                call="f()", truth="null", truth_format="json")  # fmt: skip
+    answers = ["int(0); int", "0; int", "Nil", "x; builtins.int"]
+    task = tasks.get("state")
+    scores = run_plans(pool, [task.plan(item, [Answer(a) for a in answers], Grading.OFFICIAL)])
+    assert [score.correct for score in scores[0]] == [False, False, True, False]

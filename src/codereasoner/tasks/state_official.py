@@ -163,8 +163,10 @@ def _finish(item: Item, sample: int, text: str) -> Callable[[ExecResult], Score]
     return finish
 
 
-def _compare(read: object, truth: Truth) -> tuple[bool, str]:
+def _compare(read: object, truth: Truth | None) -> tuple[bool, str]:
     """Upstream's ``_eq`` on the sandbox's reading ``(tag, type, own type, shape, value)``."""
+    if truth is None:
+        return False, "expected Nil"
     if type(read) is not tuple or len(read) != 5:
         return False, "an unexpected reading"
     tag, kind, own, shape, value = read
