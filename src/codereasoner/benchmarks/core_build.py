@@ -105,10 +105,10 @@ SUMMARY_FILE = "summary.json"
 # implementation (its calls are then left out)
 BUILD_LIMITS = Limits(timeout_s=0.5, wall_timeout_s=1.0, memory_mb=512)
 TRACE = TraceOptions(max_steps=2_000)  # CoRE's probes target steps 1-297
-MAX_TRUTH_CHARS = 300
+MAX_TRUTH_CHARS = 300  # an output longer than this makes a poor question; the test is dropped
 FILTERS = frozenset({"jaccard", "complexity", "no_change", "duplicate", "invalid"})
 # rewrites drawn beyond --variants, round by round, while too few can be asked --probes about
-REWRITE_ROUNDS = (2, 6, 12)  # an output longer than this makes a poor question; the test is dropped
+REWRITE_ROUNDS = (2, 6, 12)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,12 @@ A run, as ``codereasoner eval`` does it (resumable; see docs/evaluation.md)::
     summary = evaluate("oracle", names, "runs/check", limit=20, data_dir=data_dir)  # bench list
     summary.typed_reports()[names[0]].headline()   # e.g. {"pass@1": 100.0}
 
+Building data, as ``codereasoner synth`` and ``codereasoner core build`` do it (resumable)::
+
+    from codereasoner.evaluation import build_core, synthesize
+    summary = synthesize("runs/synth", n=400, data_dir=data_dir)
+    built = build_core("runs/core-gen", source="cruxeval", data_dir=data_dir, limit=30)
+
 Grading a generations file, as ``codereasoner score`` does it::
 
     from codereasoner import benchmarks, tasks
@@ -23,6 +29,7 @@ Grading a generations file, as ``codereasoner score`` does it::
 """
 
 from codereasoner.evaluation.api import evaluate
+from codereasoner.evaluation.builders import BuildError, build_core, synthesize
 from codereasoner.evaluation.generations import GenerationsError, read_generations
 from codereasoner.evaluation.metrics import (
     Counts,
@@ -37,6 +44,7 @@ from codereasoner.evaluation.runner import RunError, RunSummary
 from codereasoner.evaluation.scoring import Scored, check_ks, sandbox_errors, score, strict_report
 
 __all__ = [
+    "BuildError",
     "Counts",
     "GenerationsError",
     "RunError",
@@ -44,6 +52,7 @@ __all__ = [
     "Scored",
     "accuracy",
     "breakdown",
+    "build_core",
     "check_ks",
     "evaluate",
     "item_counts",
@@ -54,4 +63,5 @@ __all__ = [
     "sandbox_errors",
     "score",
     "strict_report",
+    "synthesize",
 ]

@@ -55,9 +55,10 @@ class State(RevalKind):
         def grade(sample: int, text: str) -> Score | Job:
             parts = state_parts(text.strip())
             # a Nil truth takes only Nil: a value, whatever it reads as, is wrong (decided here)
-            read_there = truth is not None and isinstance(parts, tuple)
-            if official and read_there and not decided_in_parent(*parts):
-                return state_job(item, sample, text, *parts)
+            if official and truth is not None and isinstance(parts, tuple):
+                value, kind = parts
+                if not decided_in_parent(value, kind):
+                    return state_job(item, sample, text, value, kind)
             parsed = parse_state(text.strip())
             right, why = state_verdict(parsed, truth)  # type: ignore[arg-type]
             if right:

@@ -1,0 +1,204 @@
+"""Python APIs beside :func:`codereasoner.evaluation.evaluate` for the two commands that build
+data: :func:`synthesize` (``codereasoner synth``) and :func:`build_core` (``codereasoner core
+build``). Each composes what its command composes (sources, decontamination, sandbox pools, an
+optional model) and raises :class:`BuildError`, one line naming the setting, for what cannot be
+used; both resume a folder of the same settings.
+
+    from codereasoner.evaluation import build_core, synthesize
+    cases = synthesize("runs/synth", n=400, data_dir="data")
+    core = build_core("runs/core-gen", source="cruxeval", data_dir="data", limit=30)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from codereasoner.benchmarks.cache import DataUnavailable
+from codereasoner.benchmarks.core_build import (
+    HASH_SEEDS,
+    BuildSettings,
+    BuildSummary,
+    build,
+    check_out,
+)
+from codereasoner.benchmarks.core_sources import read_problems
+from codereasoner.benchmarks.programs import load_benchmark_programs
+from codereasoner.evaluation.api import open_backend
+from codereasoner.evaluation.run_settings import RunError
+from codereasoner.execution import SandboxUnavailable, open_executor
+from codereasoner.models import BackendError, SpecError
+from codereasoner.synth import generators
+from codereasoner.synth.decontam import DEFAULT_RULE, NGRAM_RULES, Decontamination
+from codereasoner.synth.pipeline import Summary, SynthConfig, make_source, run
+from codereasoner.synth.writer import FolderBusy, OutputError, SettingsChanged
+
+__all__ = ["BuildError", "build_core", "synthesize"]
+
+
+class BuildError(ValueError):
+    """A build that cannot run as asked (one line naming the setting)."""
+
+
+def _positive(**settings: int | None) -> None:
+    for name, value in settings.items():
+        if value is not None and value < 1:
+            raise BuildError(f"{name} {value}: expected a positive number")
+
+
+def _generator_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options given for generator ``name`` (those not None), checked as synth checks them."""
+    kind = generators.GENERATORS.get(name)
+    if kind is None:
+        raise BuildError(f"generator {name!r}: expected {' or '.join(generators.names())}")
+    given = {key: value for key, value in options.items() if value is not None}
+    for key in given:
+        if kind.option(key) is None:
+            raise BuildError(f"{key} applies to generator {' or '.join(generators.takers(key))}")
+    for option in kind.missing(given):
+        raise BuildError(f"generator {name} needs {option.name}")
+    return given
+
+
+def synthesize(
+    out: str | Path,
+    *,
+    n: int = 1000,
+    seed: int = 0,
+    generator: str = "offline",
+    generator_options: Mapping[str, Any] | None = None,
+    data_dir: str | Path | None = None,
+    decontaminate: bool = True,
+    decontam_rule: str | None = None,
+    max_output_chars: int = 50,
+    mutants: int = 2,
+    workers: int | None = None,
+    executor: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Summary:
+    """Synthesize execution cases into ``out`` as ``codereasoner synth`` does (same defaults);
+    ``decontaminate=False`` is ``--no-decontam``. Returns the run's summary."""
+    _positive(n=n, max_output_chars=max_output_chars, workers=workers)
+    if mutants < 0:
+        raise BuildError(f"mutants {mutants}: expected 0 or more")
+    if decontam_rule is not None and decontam_rule not in NGRAM_RULES:
+        raise BuildError(f"decontam_rule {decontam_rule!r}: expected {' or '.join(NGRAM_RULES)}")
+    folder = None if data_dir is None else Path(data_dir)
+    options = _generator_options(generator, generator_options or {})
+    config = SynthConfig(
+        out=Path(out),
+        n=n,
+        seed=seed,
+        generator=generator,
+        generator_options=options,
+        max_output_chars=max_output_chars,
+        mutants=mutants,
+        mutant_tries=max(2 * mutants, mutants),
+        workers=workers,
+        executor=executor,
+    )
+    if decontaminate:
+        loaded = load_benchmark_programs(folder)
+        if not loaded.checked:
+            raise BuildError(
+                f"no benchmark data to decontaminate against (none of "
+                f"{', '.join(loaded.skipped)}): give data_dir, or decontaminate=False"
+            )
+        plan = Decontamination.against(loaded, decontam_rule or DEFAULT_RULE)
+    else:
+        plan = Decontamination.skip("--no-decontam")  # as the command records it: the same bytes
+    try:
+        source = make_source(config)
+        try:
+            return run(config, progress, source=source, decontam=plan)
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+    except SettingsChanged as exc:
+        raise BuildError(f"{out}: holds a run with other settings ({exc})") from None
+    except (OutputError, FolderBusy, SpecError, BackendError, SandboxUnavailable) as exc:
+        raise BuildError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+def build_core(
+    out: str | Path,
+    *,
+    source: str,
+    data_dir: str | Path | None = None,
+    variants: int = 4,
+    probes: int = 4,
+    seed: int = 0,
+    candidates: int = 24,
+    originals: bool = True,
+    rewriter: str | None = None,
+    rewriter_samples: int = 2,
+    limit: int | None = None,
+    workers: int | None = None,
+    isolation: str = "auto",
+    executor: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> BuildSummary:
+    """Build a CoRE-style benchmark into ``out`` as ``codereasoner core build`` does (same
+    defaults; ``source`` as ``--from``: ``core``, ``cruxeval``, ``synth:PATH``, ...)."""
+    _positive(
+        variants=variants,
+        probes=probes,
+        candidates=candidates,
+        limit=limit,
+        rewriter_samples=rewriter_samples,
+        workers=workers,
+    )
+    folder = None if data_dir is None else Path(data_dir)
+    settings = BuildSettings(
+        source=source,
+        variants=variants,
+        probes=probes,
+        seed=seed,
+        candidates=candidates,
+        originals=originals,
+        rewriter=rewriter,
+        rewriter_samples=rewriter_samples,
+        limit=limit,
+        data_dir=folder,
+    )
+    try:
+        check_out(Path(out), settings)
+        problems = read_problems(source, folder)
+    except SettingsChanged as exc:
+        raise BuildError(f"{out}: holds a build with other settings ({exc})") from None
+    except (DataUnavailable, OutputError, ValueError) as exc:
+        raise BuildError(str(exc).splitlines()[0]) from None
+    if not problems.problems:
+        raise BuildError(f"source {source}: no usable program")
+    with contextlib.ExitStack() as stack:
+        backend = None
+        if rewriter is not None:
+            try:
+                backend = open_backend(rewriter, flag="rewriter")
+            except RunError as exc:
+                raise BuildError(str(exc)) from None
+            stack.callback(backend.close)
+        try:
+            pools = (
+                stack.enter_context(
+                    open_executor(executor, workers, isolation=isolation, hash_seed=HASH_SEEDS[0])
+                ),
+                stack.enter_context(
+                    open_executor(executor, 1, isolation=isolation, hash_seed=HASH_SEEDS[1])
+                ),
+            )
+            return build(
+                settings,
+                Path(out),
+                pools,
+                progress,
+                problems=problems,
+                rewriter=backend,
+            )
+        except SettingsChanged as exc:
+            raise BuildError(f"{out}: holds a build with other settings ({exc})") from None
+        except (FolderBusy, OutputError, BackendError, SandboxUnavailable) as exc:
+            raise BuildError(str(exc).splitlines()[0]) from None

@@ -1,0 +1,50 @@
+"""``synthesize()`` and ``build_core()``: the Python APIs beside ``evaluate()`` write what their
+commands write, resume, and refuse bad settings with one ``BuildError`` line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codereasoner.evaluation import BuildError, build_core, synthesize
+from tests.commands import run_codereasoner
+
+
+def test_the_apis_write_what_the_commands_write(tmp_path: Path) -> None:
+    cases = tmp_path / "synth"
+    summary = synthesize(cases, n=24, seed=3, decontaminate=False)
+    assert summary.data["kept"]["total"] > 0
+    by_command = tmp_path / "synth-cli"
+    done = run_codereasoner("synth", "--n", "24", "--seed", "3", "--no-decontam",
+                            "--out", by_command)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (cases / "cases.jsonl").read_bytes() == (by_command / "cases.jsonl").read_bytes()
+    again = synthesize(cases, n=24, seed=3, decontaminate=False)  # resumed: nothing new
+    assert again.data["kept"] == summary.data["kept"]
+
+    core = tmp_path / "core"
+    built = build_core(core, source=f"synth:{cases}", limit=2)
+    assert built.problems >= 1
+    done = run_codereasoner("core", "build", "--from", f"synth:{cases}", "--limit", "2",
+                            "--out", tmp_path / "core-cli")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for name in ("problems.jsonl", "core_io.json", "core_qa.json"):
+        assert (core / name).read_bytes() == (tmp_path / "core-cli" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize(
+    ("call", "said"),
+    [
+        (lambda out: synthesize(out, n=0), "n 0: expected a positive number"),
+        (lambda out: synthesize(out, generator="nope"), "generator 'nope': expected"),
+        (lambda out: synthesize(out, decontam_rule="loose"), "decontam_rule 'loose'"),
+        (lambda out: build_core(out, source="core", variants=0), "variants 0"),
+        (lambda out: build_core(out, source="nowhere:x"), "nowhere"),
+    ],
+)
+def test_bad_settings_are_one_line(tmp_path: Path, call: object, said: str) -> None:
+    with pytest.raises(BuildError) as caught:
+        call(tmp_path / "out")  # type: ignore[operator]
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+    assert not (tmp_path / "out").exists()
