@@ -10,7 +10,7 @@ Building data, as ``codereasoner synth`` and ``codereasoner core build`` do it (
 
     from codereasoner.evaluation import build_core, synthesize
     summary = synthesize("runs/synth", n=400, data_dir=data_dir)
-    built = build_core("runs/core-gen", source="cruxeval", data_dir=data_dir, limit=30)
+    built = build_core("runs/core-gen", source=f"synth:{path}", limit=30)  # as core build --from
 
 Grading a generations file, as ``codereasoner score`` does it::
 

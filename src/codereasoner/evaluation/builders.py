@@ -6,7 +6,7 @@ used; both resume a folder of the same settings.
 
     from codereasoner.evaluation import build_core, synthesize
     cases = synthesize("runs/synth", n=400, data_dir="data")
-    core = build_core("runs/core-gen", source="cruxeval", data_dir="data", limit=30)
+    core = build_core("runs/core-gen", source="synth:runs/synth", limit=30)  # as --from
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def build_core(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> BuildSummary:
     """Build a CoRE-style benchmark into ``out`` as ``codereasoner core build`` does (same
-    defaults; ``source`` as ``--from``: ``core``, ``cruxeval``, ``synth:PATH``, ...)."""
+    defaults; ``source`` as ``--from``, e.g. ``synth:PATH``)."""
     _positive(
         variants=variants,
         probes=probes,
