@@ -13,6 +13,7 @@ from codereasoner import benchmarks
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "codereasoner"
 # Lowest first: a package may import the ones before it, never one after it (docs/architecture.md).
 LAYERS = (
+    "registry",
     "files",
     "values",
     "execution",

@@ -30,7 +30,9 @@ def test_the_builtin_generators_are_registered_in_order() -> None:
 
 
 def test_an_unknown_generator_names_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="unknown generator 'teacher': expected offline or llm"):
+    with pytest.raises(
+        ValueError, match="unknown generator 'teacher'; expected one of offline, llm"
+    ):
         generators.get("teacher")
 
 

@@ -17,6 +17,7 @@ from codereasoner import tasks
 from codereasoner.benchmarks import cases, core, cruxeval, livecodebench, reval
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.spec import Benchmark, Clock, Metrics, Stops
+from codereasoner.registry import Registry, RegistryError
 
 __all__ = [
     "REGISTRY",
@@ -32,17 +33,16 @@ __all__ = [
     "unregister",
 ]
 
-REGISTRY: dict[str, Benchmark] = {}
+REGISTRY: Registry[Benchmark] = Registry("benchmark")
 
 
 def register(bench: Benchmark) -> Benchmark:
-    """Add a benchmark; ValueError when its name is taken or a task kind is unknown (the
+    """Add a benchmark; RegistryError when its name is taken or a task kind is unknown (the
     declaration itself checks its other fields)."""
     if bench.name in REGISTRY and REGISTRY[bench.name] is not bench:
-        raise ValueError(f"benchmark {bench.name!r} is already registered")
+        raise RegistryError(f"benchmark {bench.name!r} is already registered")
     _check_tasks(bench)
-    REGISTRY[bench.name] = bench
-    return bench
+    return REGISTRY.register(bench)
 
 
 def _check_tasks(bench: Benchmark) -> None:
@@ -57,34 +57,29 @@ def standing_in(bench: Benchmark) -> Iterator[Benchmark]:
     original again, in its place, or none if there was none."""
     _check_tasks(bench)
     original = REGISTRY.get(bench.name)
-    REGISTRY[bench.name] = bench
+    REGISTRY.put(bench.name, bench)
     try:
         yield bench
     finally:
         if original is not None:
-            REGISTRY[bench.name] = original
+            REGISTRY.put(bench.name, original)
         elif REGISTRY.get(bench.name) is bench:
-            del REGISTRY[bench.name]
+            REGISTRY.remove(bench.name)
 
 
 def unregister(name: str) -> Benchmark:
-    """Remove a registered benchmark (KeyError naming the known ones if there is none)."""
-    bench = get(name)
-    del REGISTRY[name]
-    return bench
+    """Remove a registered benchmark (RegistryError, a KeyError, naming the known ones if there
+    is none)."""
+    return REGISTRY.unregister(name)
 
 
 def names() -> list[str]:
-    return list(REGISTRY)
+    return REGISTRY.names()
 
 
 def get(name: str) -> Benchmark:
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(
-            f"unknown benchmark {name!r}; expected one of {', '.join(REGISTRY)}"
-        ) from None
+    """The benchmark ``name``; RegistryError (a KeyError) naming the known ones otherwise."""
+    return REGISTRY.get_entry(name)
 
 
 for _family in (cruxeval, livecodebench, reval, core, cases):

@@ -16,10 +16,10 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from codereasoner.models.base import Backend, BackendError, ModelSpec, SpecError
+from codereasoner.registry import Registry, RegistryError
 from codereasoner.values import top_level_indexes
 
 __all__ = [
@@ -185,8 +185,8 @@ BUILTIN: tuple[BackendType, ...] = (
 )
 """The backends that ship with the package, in the order help text lists them."""
 
-_backends: dict[str, BackendType] = {}
-BACKENDS: Mapping[str, BackendType] = MappingProxyType(_backends)
+_backends: Registry[BackendType] = Registry("backend")
+BACKENDS: Mapping[str, BackendType] = _backends
 """Every registered backend by name (read-only; change it with :func:`register`)."""
 
 
@@ -194,14 +194,13 @@ def register(backend: BackendType, *, replace: bool = False) -> BackendType:
     """Add a backend (``replace`` one of the same name); returns it. ValueError for a name
     already registered without ``replace``."""
     if backend.name in _backends and not replace:
-        raise ValueError(f"backend {backend.name!r} is already registered")
-    _backends[backend.name] = backend
-    return backend
+        raise RegistryError(f"backend {backend.name!r} is already registered")
+    return _backends.register(backend, replace=True)
 
 
 def unregister(name: str) -> BackendType:
-    """Remove a backend and return it; KeyError if there is none of that name."""
-    return _backends.pop(name)
+    """Remove a backend and return it; RegistryError (a KeyError) if there is none of that name."""
+    return _backends.unregister(name)
 
 
 for _backend in BUILTIN:

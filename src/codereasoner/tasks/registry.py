@@ -13,6 +13,7 @@ graded and answered by the oracle through its own kind. The built-in kinds are r
 
 from __future__ import annotations
 
+from codereasoner.registry import Registry, RegistryError
 from codereasoner.tasks.base import TaskKind
 from codereasoner.tasks.case_probe import CaseProbe
 from codereasoner.tasks.case_reasoning import CaseBackward, CaseForward
@@ -28,45 +29,34 @@ from codereasoner.tasks.test_output import TestOutputPrediction
 
 __all__ = ["get", "names", "register", "unregister"]
 
-_KINDS: dict[str, TaskKind] = {}
+_KINDS: Registry[TaskKind] = Registry("task kind")
 
 
 def register(kind: TaskKind) -> None:
     """Make ``kind`` the kind of the items whose ``task`` is ``kind.name``.
 
-    Registering the same object again does nothing; ValueError when the name is taken by another.
+    Registering the same object again does nothing; RegistryError (a ValueError) when the name
+    is taken by another or is not a non-empty string.
     """
     name = getattr(kind, "name", None)
     if not isinstance(name, str) or not name:
-        raise ValueError(f"a task kind needs a non-empty string name, not {name!r}")
-    known = _KINDS.get(name)
-    if known is kind:
-        return
-    if known is not None:
-        raise ValueError(f"task kind {name!r} is already registered ({type(known).__name__})")
-    _KINDS[name] = kind
+        raise RegistryError(f"a task kind needs a non-empty string name, not {name!r}")
+    _KINDS.register(kind)
 
 
 def unregister(name: str) -> TaskKind:
-    """Remove the kind registered as ``name`` and return it (ValueError when there is none)."""
-    kind = get(name)
-    del _KINDS[name]
-    return kind
+    """Remove the kind registered as ``name`` and return it (RegistryError when there is none)."""
+    return _KINDS.unregister(name)
 
 
 def get(name: str) -> TaskKind:
-    """The kind registered as ``name``; ValueError naming the registered ones otherwise."""
-    try:
-        return _KINDS[name]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"unknown task kind {name!r}; expected one of {', '.join(_KINDS)}"
-        ) from None
+    """The kind registered as ``name``; RegistryError naming the registered ones otherwise."""
+    return _KINDS.get_entry(name)
 
 
 def names() -> list[str]:
     """The registered names, in registration order (the built-in kinds first)."""
-    return list(_KINDS)
+    return _KINDS.names()
 
 
 for _kind in (

@@ -23,8 +23,9 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+from codereasoner.registry import Registry, RegistryError
 
 if TYPE_CHECKING:
     from codereasoner.synth.pipeline import CandidateSource
@@ -170,8 +171,8 @@ BUILTIN: tuple[GeneratorKind, ...] = (
 )
 """The generators that ship with the package, in the order help text lists them."""
 
-_generators: dict[str, GeneratorKind] = {}
-GENERATORS: Mapping[str, GeneratorKind] = MappingProxyType(_generators)
+_generators: Registry[GeneratorKind] = Registry("generator")
+GENERATORS: Mapping[str, GeneratorKind] = _generators
 """Every registered generator by name (read-only; change it with :func:`register`)."""
 
 
@@ -180,7 +181,7 @@ def register(kind: GeneratorKind, *, replace: bool = False) -> GeneratorKind:
     already registered without ``replace``, or for an option declared by another generator
     with another value type."""
     if kind.name in _generators and not replace:
-        raise ValueError(f"generator {kind.name!r} is already registered")
+        raise RegistryError(f"generator {kind.name!r} is already registered")
     for option in kind.options:
         for other in all_options():
             if other.name == option.name and other.value_type is not option.value_type:
@@ -188,25 +189,21 @@ def register(kind: GeneratorKind, *, replace: bool = False) -> GeneratorKind:
                     f"generator {kind.name}: option {option.name} is declared with another "
                     "type by another generator"
                 )
-    _generators[kind.name] = kind
-    return kind
+    return _generators.register(kind, replace=True)
 
 
 def unregister(name: str) -> GeneratorKind:
-    """Remove a generator and return it; KeyError if there is none of that name."""
-    return _generators.pop(name)
+    """Remove a generator and return it; RegistryError if there is none of that name."""
+    return _generators.unregister(name)
 
 
 def names() -> list[str]:
-    return list(_generators)
+    return _generators.names()
 
 
 def get(name: str) -> GeneratorKind:
-    """The generator called ``name``; ValueError naming the known ones otherwise."""
-    try:
-        return _generators[name]
-    except KeyError:
-        raise ValueError(f"unknown generator {name!r}: expected {' or '.join(names())}") from None
+    """The generator called ``name``; RegistryError naming the known ones otherwise."""
+    return _generators.get_entry(name)
 
 
 def all_options() -> Iterator[GeneratorOption]:
