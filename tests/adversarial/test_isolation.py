@@ -868,3 +868,14 @@ def test_only_grading_refuses_the_fallback() -> None:
         check_grading_isolation(plan, "auto")
     with Pool(1, isolation="fallback", grading=True) as pool:
         assert_serves(pool)
+
+
+def test_children_get_default_signals_whatever_the_harness_ignores() -> None:
+    """A harness started under nohup ignores SIGHUP; its programs must not inherit that."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with Pool(1, isolation="fallback") as pool:
+            probe = "import signal\ndef f():\n    return signal.getsignal(signal.SIGHUP) == signal.SIG_DFL"
+            assert returned(_run(pool, probe)) is True
+    finally:
+        signal.signal(signal.SIGHUP, previous)

@@ -171,7 +171,9 @@ class Worker:
         self._set_not_dumpable()
         self.devnull_r = os.open(os.devnull, os.O_RDONLY)
         self.devnull_w = os.open(os.devnull, os.O_WRONLY)
-        self.child_signals = {number: signal.getsignal(number) for number in _STRAY_SIGNALS}
+        # Children run with every stray signal at its default, whatever the harness was started
+        # with (under nohup SIGHUP arrives ignored): a program's behaviour does not depend on it.
+        self.child_signals = {number: signal.SIG_DFL for number in _STRAY_SIGNALS}
         for number in _STRAY_SIGNALS:
             signal.signal(number, signal.SIG_IGN)
         # Two fork servers, both forked before any job is read (no child ever holds an earlier
