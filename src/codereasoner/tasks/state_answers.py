@@ -39,6 +39,7 @@ __all__ = [
     "StateError",
     "StatePrediction",
     "TypeName",
+    "equal_values",
     "parse_state",
     "state_parts",
     "state_verdict",
@@ -273,11 +274,12 @@ def state_verdict(parsed: Parsed, truth: Sequence[Sequence[Any]] | None) -> tupl
         same = any(k in _ARRAYS and _allclose(value, e) for k, e in expected)
         return same, "" if same else "no expected array is close"
     plain = [e for k, e in expected if e is not _OPAQUE and k not in _ARRAYS]
-    found = any(_equal(value, e) for e in plain)
+    found = any(equal_values(value, e) for e in plain)
     return found, "" if found else "value not among the expected values"
 
 
-def _equal(a: object, b: object) -> bool:
+def equal_values(a: object, b: object) -> bool:
+    """``a is b or a == b``, an error in ``==`` counting as unequal (upstream's ``in``)."""
     try:
         return bool(a is b or a == b)
     except Exception:

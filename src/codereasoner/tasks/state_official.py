@@ -28,7 +28,7 @@ from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks.base import Item, Reason, Score
 from codereasoner.tasks.grading import is_python_literal
 from codereasoner.tasks.plans import Job, verdict
-from codereasoner.tasks.state_answers import BUILTIN_CLASSES, TypeName
+from codereasoner.tasks.state_answers import BUILTIN_CLASSES, TypeName, equal_values
 
 __all__ = ["STATE_ENTRY", "decided_in_parent", "state_job"]
 
@@ -189,7 +189,7 @@ def _compare(read: object, truth: Truth | None) -> tuple[bool, str]:
     elif kind in _ARRAYS:
         found = any(_array_match(value, e) for e in expected)
     else:
-        found = any(_equal(value, e) for e in expected)
+        found = any(equal_values(value, e) for e in expected)
     return found, "" if found else "value not among the expected values"
 
 
@@ -216,13 +216,6 @@ def _close_float(value: object, expected: object) -> bool:
     return abs(value - expected) < 1e-6
 
 
-def _equal(a: object, b: object) -> bool:
-    try:
-        return bool(a is b or a == b)
-    except Exception:
-        return False
-
-
 def _array_match(a: object, b: object) -> bool:
     """``a in [b]`` for numpy arrays: one element each compares exactly, more fall back to
     ``np.allclose``, which broadcasts (so a differently shaped array can match)."""
@@ -230,7 +223,7 @@ def _array_match(a: object, b: object) -> bool:
     if shape_a is None or shape_b is None:
         return False
     if math.prod(shape_a) == 1 and math.prod(shape_b) == 1:
-        return _equal(_flat(a)[0], _flat(b)[0])
+        return equal_values(_flat(a)[0], _flat(b)[0])
     return _allclose_broadcast(a, shape_a, b, shape_b)
 
 
