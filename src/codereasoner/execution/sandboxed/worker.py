@@ -53,49 +53,11 @@ import time
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from codereasoner.execution.sandboxed.sandbox_child import (
-        _EXIT_RESTART,
-        _PARTS,
-        _Child,
-        _StateGuard,
-        _vm_size_kb,
-        _write_all,
-    )
-    from codereasoner.execution.sandboxed.sandbox_wire import (
-        _PRCTL,
-        _classify_exit,
-        _cpu_ms,
-        _kill_group,
-        _prctl_parent_death_kill,
-        _read_job,
-        _sandbox_error,
-        _sanitize,
-        _setup_failure,
-        _timeout,
-        _violation,
-    )
+    from codereasoner.execution.sandboxed import sandbox_child as child
+    from codereasoner.execution.sandboxed import sandbox_wire as wire
 else:
-    from sandbox_child import (
-        _EXIT_RESTART,
-        _PARTS,
-        _Child,
-        _StateGuard,
-        _vm_size_kb,
-        _write_all,
-    )
-    from sandbox_wire import (
-        _PRCTL,
-        _classify_exit,
-        _cpu_ms,
-        _kill_group,
-        _prctl_parent_death_kill,
-        _read_job,
-        _sandbox_error,
-        _sanitize,
-        _setup_failure,
-        _timeout,
-        _violation,
-    )
+    import sandbox_child as child
+    import sandbox_wire as wire
 
 
 _TICK_S = 0.05
@@ -148,7 +110,7 @@ _STRAY_SIGNALS = tuple(
 class _Image(NamedTuple):
     """What a template's children start from."""
 
-    guard: _StateGuard
+    guard: child._StateGuard
     vm_kb: int  # the template's address space: memory limits count on top of it
 
 
@@ -191,7 +153,7 @@ class Worker:
     def _image() -> _Image:
         # Taken once per template: its children start from this state, and restore it
         # between calls.
-        image = _Image(_StateGuard(), _vm_size_kb())
+        image = _Image(child._StateGuard(), child._vm_size_kb())
         gc.collect()
         gc.freeze()
         return image
@@ -200,7 +162,7 @@ class Worker:
     def _set_not_dumpable() -> None:
         # Keeps children (same uid) from reading this process through /proc/<pid>/mem.
         with contextlib.suppress(Exception):
-            _PRCTL(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+            wire._PRCTL(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
 
     def hello(self) -> dict:
         return {
@@ -219,13 +181,15 @@ class Worker:
 
     def serve(self) -> None:
         out = sys.stdout.fileno()
-        _write_all(out, json.dumps(self.hello()).encode() + b"\n")
+        child._write_all(out, json.dumps(self.hello()).encode() + b"\n")
         for line in sys.stdin.buffer:
             if not line.strip():
                 continue
             job = json.loads(line)
             results = self.run_job(job, line.rstrip(b"\n"))
-            _write_all(out, json.dumps({"id": job["id"], "results": results}).encode() + b"\n")
+            child._write_all(
+                out, json.dumps({"id": job["id"], "results": results}).encode() + b"\n"
+            )
 
     # -- the child (forked by the template) ----------------------------------------------------
 
@@ -234,7 +198,7 @@ class Worker:
         try:
             template = os.getppid()
             os.setpgid(0, 0)
-            _prctl_parent_death_kill()
+            wire._prctl_parent_death_kill()
             # Done before the job arrives, so that a job waits for none of it.
             os.dup2(self.devnull_r, 0)
             os.dup2(self.devnull_w, 1)
@@ -253,12 +217,12 @@ class Worker:
                 os.setgroups([])
                 os.setgid(self.drop_to_uid)
                 os.setuid(self.drop_to_uid)
-                _prctl_parent_death_kill()  # a change of credentials clears it
+                wire._prctl_parent_death_kill()  # a change of credentials clears it
                 if os.getppid() != template:  # the template died before it was set again
                     os._exit(70)
             if self.filter is not None:
                 self.filter.load()
-            start, line = _read_job(job_fd)  # a spare child waits here
+            start, line = wire._read_job(job_fd)  # a spare child waits here
             os.close(job_fd)
             for number in signal.sigpending() & set(_STRAY_SIGNALS):
                 signal.sigtimedwait([number], 0)
@@ -268,15 +232,15 @@ class Worker:
             # Lowered from the template's: the filter lets a process lower its own limits, and
             # the kernel lets nobody unprivileged raise a hard one.
             self._set_limits(job, start, image.vm_kb)
-            _write_all(result_fd, _READY + b"\n")
+            child._write_all(result_fd, _READY + b"\n")
         except BaseException as exc:
             # No program code has run yet: this report is the sandbox's own.
             failure = {"setup_error": f"{type(exc).__name__}: {exc}"}
             with contextlib.suppress(BaseException):
-                _write_all(result_fd, json.dumps(failure).encode() + b"\n")
+                child._write_all(result_fd, json.dumps(failure).encode() + b"\n")
             os._exit(70)
         try:
-            _Child(job, start, result_fd).run(image.guard)
+            child._Child(job, start, result_fd).run(image.guard)
         finally:
             os._exit(0)
 
@@ -306,7 +270,7 @@ class Worker:
     def run_job(self, job: dict, line: bytes) -> list[dict]:
         calls = job["calls"]
         lean = job.get("trace") is None and not any(
-            "import" in (job.get(part) or "") for part in _PARTS
+            "import" in (job.get(part) or "") for part in child._PARTS
         )
         template = self.lean if lean else self.template
         results: list[dict] = []
@@ -321,7 +285,7 @@ class Worker:
         try:
             pid, child_fd, read_fd = template.fork()
         except _TemplateError as exc:
-            return [_sandbox_error(f"cannot start a sandboxed child: {exc}")]
+            return [wire._sandbox_error(f"cannot start a sandboxed child: {exc}")]
         pending = memoryview(b"%d %d\n" % (start, len(line)) + line)
         os.set_blocking(child_fd, False)
         job_fd: int | None = child_fd  # None once the whole job is written
@@ -339,12 +303,14 @@ class Worker:
                 if not ready:
                     wall_left = setup_deadline - now
                     if wall_left <= 0:
-                        failure = _sandbox_error("sandboxed child did not finish its set-up")
+                        failure = wire._sandbox_error("sandboxed child did not finish its set-up")
                         break
                 else:
                     wall_left = item_started + wall_timeout_s - now
                     if wall_left <= 0:
-                        failure = _timeout(f"wall-clock limit of {wall_timeout_s:g} s exceeded")
+                        failure = wire._timeout(
+                            f"wall-clock limit of {wall_timeout_s:g} s exceeded"
+                        )
                         break
                 writers = [job_fd] if job_fd is not None else []
                 readable, writable, _ = select.select(
@@ -362,15 +328,15 @@ class Worker:
                         os.close(job_fd)
                         job_fd = None
                 if not readable:
-                    if ready and _cpu_ms(pid) - cpu_base_ms > timeout_s * 1000:
-                        failure = _timeout(f"CPU time limit of {timeout_s:g} s exceeded")
+                    if ready and wire._cpu_ms(pid) - cpu_base_ms > timeout_s * 1000:
+                        failure = wire._timeout(f"CPU time limit of {timeout_s:g} s exceeded")
                     continue
                 chunk = os.read(read_fd, 1 << 16)
                 if not chunk:
                     break
                 buffer += chunk
                 if len(buffer) > _MAX_RESULT_LINE:
-                    failure = _violation("result line too long")
+                    failure = wire._violation("result line too long")
                     break
                 *lines, buffer = buffer.split(b"\n")
                 for result_line in lines:
@@ -379,11 +345,11 @@ class Worker:
                             ready = True
                             item_started = time.monotonic()
                             continue
-                        failure = _sandbox_error(_setup_failure(result_line))
+                        failure = wire._sandbox_error(wire._setup_failure(result_line))
                         break
-                    result = _sanitize(result_line, start + len(results))
+                    result = wire._sanitize(result_line, start + len(results))
                     if result is None:
-                        failure = _violation("malformed result from the sandboxed child")
+                        failure = wire._violation("malformed result from the sandboxed child")
                         break
                     finished = time.monotonic()
                     result["wall_ms"] = round((finished - item_started) * 1000, 3)
@@ -400,7 +366,7 @@ class Worker:
             os.close(read_fd)
             if job_fd is not None:
                 os.close(job_fd)
-            _kill_group(pid)
+            wire._kill_group(pid)
             # The exit status matters only when calls remain; otherwise the template reaps the
             # child while this worker answers the parent.
             reaped = template.reap(pid, wait=start + len(results) < total)
@@ -408,12 +374,14 @@ class Worker:
             return results
         wait_status, usage = reaped
         restart = (
-            results and os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == _EXIT_RESTART
+            results
+            and os.WIFEXITED(wait_status)
+            and os.WEXITSTATUS(wait_status) == child._EXIT_RESTART
         )
         if failure is None and start + len(results) < total and not restart:
-            failure = _classify_exit(wait_status)
+            failure = wire._classify_exit(wait_status)
             if not ready:  # died before any program code ran
-                failure = _sandbox_error(
+                failure = wire._sandbox_error(
                     f"sandboxed child ended during set-up: {failure['exc_message']}"
                 )
         if failure is not None and start + len(results) < total:
@@ -458,7 +426,7 @@ class _Template:
 
     @staticmethod
     def _serve(worker: Worker, channel: socket.socket, image: _Image) -> None:
-        _prctl_parent_death_kill()
+        wire._prctl_parent_death_kill()
         os.dup2(worker.devnull_r, 0)  # the worker's job stream and answers are not ours
         os.dup2(worker.devnull_w, 1)
         spare: tuple[int, int, int] | None = None
@@ -496,14 +464,14 @@ class _Template:
                 forgotten.add(int(request[7:]))
             elif request == b"fork":
                 try:
-                    child = spare or make_spare()
+                    forked = spare or make_spare()
                 except OSError as exc:
                     channel.send(f"error {exc}".encode())
                     continue
                 spare = None
-                socket.send_fds(channel, [b"%d" % child[0]], list(child[1:]))
-                os.close(child[1])
-                os.close(child[2])
+                socket.send_fds(channel, [b"%d" % forked[0]], list(forked[1:]))
+                os.close(forked[1])
+                os.close(forked[2])
                 with contextlib.suppress(OSError):
                     spare = make_spare()
             elif request.startswith(b"reap "):
