@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +12,6 @@ import typer
 from rich.table import Table
 
 from codereasoner import benchmarks
-from codereasoner.benchmarks import Metrics
 from codereasoner.cli.common import (
     DATA_DIR_OPTION,
     IsolationFlag,
@@ -27,32 +26,18 @@ from codereasoner.cli.common import (
     safe_cell,
     safe_markup,
 )
-from codereasoner.cli.score_options import ScoreOptions, ScoreOutcome
-from codereasoner.cli.score_reval import print_reval, score_reval_file
-from codereasoner.evaluation import GenerationsError, check_ks, read_generations, score
+from codereasoner.cli.score_print_reval import print_reval
+from codereasoner.evaluation import GenerationsError
 from codereasoner.evaluation.core_metrics import report_lines as core_lines
-from codereasoner.evaluation.families import Family, family_of
+from codereasoner.evaluation.families import Family, ScoreOptions, ScoreOutcome, family_of
 from codereasoner.evaluation.generations import check_generations_path
 from codereasoner.evaluation.metrics import COPY_POLICIES
-from codereasoner.evaluation.reports import (
-    CoreReport,
-    PassReport,
-    RevalReport,
-    core_report,
-    pass_report,
-)
-from codereasoner.evaluation.scoring import (
-    default_ks,
-    parse_failure_warning,
-    same_data,
-    sample_results,
-    write_results,
-    wrong_task_warning,
-)
+from codereasoner.evaluation.reports import CoreReport, PassReport, RevalReport
+from codereasoner.evaluation.scoring import sample_results, write_results
+from codereasoner.execution import Executor, Limits
 from codereasoner.execution.sandbox import ISOLATION_MODES
 from codereasoner.tasks import Grading, Item
 from codereasoner.tasks.base import extraction_modes
-from codereasoner.tasks.plans import Memo
 
 
 def _parse_ks(text: str) -> list[int]:
@@ -168,7 +153,7 @@ def score_command(
     if isolation not in ISOLATION_MODES:
         fail(f"--isolation {isolation!r}: expected one of {', '.join(ISOLATION_MODES)}")
     try:  # before any data is loaded (or downloaded)
-        check_generations_path(generations, folder=family.name in _READS_FOLDERS)
+        check_generations_path(generations, folder=family.reads_folders)
     except GenerationsError as exc:
         fail(str(exc))
     _check_results(results, generations)
@@ -183,8 +168,6 @@ def score_command(
             ks=None if k is None else _parse_ks(k),
             copies=copies or "official",
             show_strict=show_strict,
-            workers=workers,
-            isolation=isolation,
             results=results,
             subset=subset,
         )
@@ -194,8 +177,29 @@ def score_command(
         items = benchmark.load(data_dir)
     except benchmarks.DataUnavailable as exc:
         fail(str(exc))
-    outcome = _SCORERS[family.name](benchmark, items, options)
+    with ExitStack() as stack:
+        pool = lazy_pool(stack, workers=workers, limits=options.limits, isolation=isolation)
+        try:
+            outcome = family.score_file(benchmark, items, options, pool)
+        except (GenerationsError, ValueError) as exc:
+            fail(str(exc))
     _PRINTERS[outcome.report.kind](_conclude(items, outcome, options), as_json)
+
+
+def lazy_pool(
+    stack: ExitStack, *, workers: int | None, limits: Limits, isolation: str
+) -> Callable[[], Executor]:
+    """The grading sandbox pool, opened on first use (never, for literals compared here) and
+    closed with ``stack``."""
+    opened: list[Executor] = []
+
+    def pool() -> Executor:
+        if not opened:
+            grading = open_pool(workers=workers, limits=limits, isolation=isolation, grading=True)
+            opened.append(stack.enter_context(grading))
+        return opened[0]
+
+    return pool
 
 
 def _conclude(items: list[Item], outcome: ScoreOutcome, options: ScoreOptions) -> dict[str, Any]:
@@ -259,80 +263,6 @@ def _check_applies(bench: benchmarks.Benchmark, family: Family, **given: object)
                 else f"it reports {family.name} metrics, graded by its own rule"
             )
             fail(f"{flags.get(key, '--' + key)} does not apply to {bench.name} ({why})")
-
-
-def _score_pass(
-    bench: benchmarks.Benchmark, items: list[Item], options: ScoreOptions
-) -> ScoreOutcome:
-    try:
-        fmt, answers = read_generations(
-            options.generations, items, options.extract, subset=options.subset
-        )
-        items = [item for item in items if item.id in answers]  # all, without --subset
-        ks = options.ks or default_ks(answers)
-        check_ks(ks, answers)
-    except (GenerationsError, ValueError) as exc:
-        fail(str(exc))
-    wrong_task = wrong_task_warning(bench, items, answers, same_data(bench, options.data_dir))
-    started = time.perf_counter()
-    limits = options.limits
-    opened = open_pool(
-        workers=options.workers, limits=limits, isolation=options.isolation, grading=True
-    )
-    with opened as pool:
-        memo: Memo = {}
-        official = score(
-            bench,
-            items,
-            answers,
-            pool,
-            grading=options.grading,
-            copies=options.copies,
-            limits=limits,
-            memo=memo,
-        )
-        strict = (
-            score(bench, items, answers, pool, grading=Grading.STRICT, limits=limits, memo=memo)
-            if options.show_strict
-            else None
-        )
-    elapsed = time.perf_counter() - started
-    extracted = fmt == "jsonl"  # completions were extracted here: say how
-    report = pass_report(
-        official,
-        strict,
-        ks,
-        str(options.generations),
-        fmt,
-        elapsed,
-        style=options.style if extracted else None,
-        extraction=options.extraction.value if extracted else None,
-    )
-    warnings = [wrong_task, parse_failure_warning(bench, official.scores, fmt)]
-    also = {} if strict is None else {"strict": strict.scores}
-    return ScoreOutcome(report, official.scores, also, [text for text in warnings if text])
-
-
-def _score_core(
-    bench: benchmarks.Benchmark, items: list[Item], options: ScoreOptions
-) -> ScoreOutcome:
-    """Answers are literals compared here (no sandbox), under the project grading and the
-    ancestor's."""
-
-    try:
-        fmt, answers = read_generations(
-            options.generations, items, options.extract, subset=options.subset
-        )
-        items = [item for item in items if item.id in answers]  # all, without --subset
-        report = core_report(bench, items, answers, str(options.generations), fmt)
-    except (GenerationsError, ValueError) as exc:
-        fail(str(exc))
-    project = score(bench, items, answers, None, grading=Grading.STRICT).scores
-    ancestor = (
-        {} if options.results is None else {"ancestor": score(bench, items, answers, None).scores}
-    )
-    warning = parse_failure_warning(bench, project, fmt)
-    return ScoreOutcome(report, project, ancestor, [warning] if warning else [])
 
 
 def _print_core(report: dict[str, Any]) -> None:
@@ -413,13 +343,6 @@ def _print_strict(strict: dict[str, Any]) -> None:
     console.print(table)
 
 
-_SCORERS: dict[str, Callable[[benchmarks.Benchmark, list[Item], ScoreOptions], ScoreOutcome]] = {
-    Metrics.PASS_AT_K: _score_pass,
-    Metrics.ACCURACY_CONSISTENCY: score_reval_file,
-    Metrics.INVARIANCE_TRANSPARENCY: _score_core,
-}
-
-
 def _emit(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any], bool], None]:
     return lambda report, as_json: emit_report(report, as_json, _with_subset(show))
 
@@ -444,10 +367,6 @@ def _with_subset(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, 
         show(report)
 
     return shown
-
-
-# Metric families whose generations may be a folder (REval's logs).
-_READS_FOLDERS = frozenset({Metrics.ACCURACY_CONSISTENCY})
 
 
 _PRINTERS: dict[str, Callable[[dict[str, Any], bool], None]] = {

@@ -1,7 +1,9 @@
 """Metric families: how a benchmark's verdicts are computed and added up into its report.
 
 A benchmark names its family in its declaration (``Benchmark.metrics``); the runner, ``score``
-and ``report`` ask the family, never the benchmark's name. Three families exist:
+and ``report`` ask the family, never the benchmark's name. ``eval`` grades with
+:meth:`Family.grade` and ``score`` with :meth:`Family.score_file`, which reads the file and then
+calls that same ``grade``: the two agree by construction. Three families exist:
 
 - ``pass@k``: verdicts in the sandbox under ``--grading``, pass@k with breakdowns;
 - ``accuracy-consistency`` (REval): four question kinds, accuracies, Incremental Consistency;
@@ -10,6 +12,7 @@ and ``report`` ask the family, never the benchmark's name. Three families exist:
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +21,7 @@ from typing import Any
 from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark, Metrics
 from codereasoner.evaluation.core_metrics import report as core_metrics_report
+from codereasoner.evaluation.generations import GenerationsError, read_generations
 from codereasoner.evaluation.reports import (
     CoreReport,
     PassReport,
@@ -28,12 +32,36 @@ from codereasoner.evaluation.reports import (
     pass_report,
     reval_report,
 )
-from codereasoner.evaluation.reval_scoring import RevalScored, score_reval
-from codereasoner.evaluation.scoring import Scored, score
+from codereasoner.evaluation.reval_scoring import (
+    RevalScored,
+    read_reval_generations,
+    score_reval,
+    subset_hint,
+    subset_items,
+)
+from codereasoner.evaluation.score_options import ScoreOptions, ScoreOutcome
+from codereasoner.evaluation.scoring import (
+    Scored,
+    check_ks,
+    default_ks,
+    parse_failure_warning,
+    same_data,
+    score,
+    wrong_task_warning,
+)
 from codereasoner.execution import Executor, Limits
 from codereasoner.tasks import Answer, Extracted, Extraction, Grading, Item, ParseFailure, Score
+from codereasoner.tasks.plans import Memo
 
-__all__ = ["FAMILIES", "Family", "RunReport", "family_of", "load_report"]
+__all__ = [
+    "FAMILIES",
+    "Family",
+    "RunReport",
+    "ScoreOptions",
+    "ScoreOutcome",
+    "family_of",
+    "load_report",
+]
 
 PoolOpener = Callable[[], Executor]
 
@@ -61,6 +89,7 @@ class Family:
     uses_sandbox: bool = True  # answers may run in the sandbox: --timeout applies
     pass_at_k: bool = True  # --k and --copies apply
     marker_keys: tuple[str, ...] = ()  # a stored report holding any of these is of this family
+    reads_folders: bool = False  # score reads a folder of generations (REval's logs)
 
     def matches(self, data: Mapping[str, Any]) -> bool:
         return any(key in data for key in self.marker_keys)
@@ -73,7 +102,16 @@ class Family:
         pool: PoolOpener,
         grading: Grading,
         limits: Limits,
+        memo: Memo | None = None,
     ) -> dict[str, list[Score]]:
+        """Every sample's verdict (``memo``: sandbox results to reuse when grading again)."""
+        raise NotImplementedError
+
+    def score_file(
+        self, bench: Benchmark, items: Sequence[Item], options: ScoreOptions, pool: PoolOpener
+    ) -> ScoreOutcome:
+        """Read a generations file and grade it with :meth:`grade`; raises GenerationsError or
+        ValueError on a file that does not fit ``items``."""
         raise NotImplementedError
 
     def report(
@@ -115,8 +153,44 @@ class PassAtK(Family):
         pool: PoolOpener,
         grading: Grading,
         limits: Limits,
+        memo: Memo | None = None,
     ) -> dict[str, list[Score]]:
-        return score(bench, items, answers, pool(), grading=grading, limits=limits).scores
+        return score(
+            bench, items, answers, pool(), grading=grading, limits=limits, memo=memo
+        ).scores
+
+    def score_file(
+        self, bench: Benchmark, items: Sequence[Item], options: ScoreOptions, pool: PoolOpener
+    ) -> ScoreOutcome:
+        fmt, answers = read_generations(
+            options.generations, items, options.extract, subset=options.subset
+        )
+        items = [item for item in items if item.id in answers]  # all, without --subset
+        ks = options.ks or default_ks(answers)
+        check_ks(ks, answers)
+        wrong_task = wrong_task_warning(bench, items, answers, same_data(bench, options.data_dir))
+        started = time.perf_counter()
+        memo: Memo = {}
+        grade = self.grade(bench, items, answers, pool, options.grading, options.limits, memo)
+        official = Scored(bench, items, options.grading, grade, options.copies)
+        strict = None
+        if options.show_strict:
+            by_rule = self.grade(bench, items, answers, pool, Grading.STRICT, options.limits, memo)
+            strict = Scored(bench, items, Grading.STRICT, by_rule, options.copies)
+        extracted = fmt == "jsonl"  # completions were extracted here: say how
+        report = pass_report(
+            official,
+            strict,
+            ks,
+            str(options.generations),
+            fmt,
+            time.perf_counter() - started,
+            style=options.style if extracted else None,
+            extraction=options.extraction.value if extracted else None,
+        )
+        warnings = [wrong_task, parse_failure_warning(bench, official.scores, fmt)]
+        also = {} if strict is None else {"strict": strict.scores}
+        return ScoreOutcome(report, official.scores, also, [text for text in warnings if text])
 
     def report(
         self,
@@ -145,6 +219,7 @@ class Reval(Family):
     strict_report = False
     pass_at_k = False
     marker_keys = ("avg_acc", "by_source")
+    reads_folders = True
 
     def grade(
         self,
@@ -154,8 +229,40 @@ class Reval(Family):
         pool: PoolOpener,
         grading: Grading,
         limits: Limits,
+        memo: Memo | None = None,
     ) -> dict[str, list[Score]]:
-        return score_reval(items, answers, pool(), limits, grading).scores
+        return score_reval(items, answers, pool(), limits, grading, memo).scores
+
+    def score_file(
+        self, bench: Benchmark, items: Sequence[Item], options: ScoreOptions, pool: PoolOpener
+    ) -> ScoreOutcome:
+        """JSON Lines or REval's logs. With ``--subset``, the items of the groups
+        (``Benchmark.group``: a program and input, as ``eval --limit`` keeps them) the file
+        answers; every kind it gives must be whole in each."""
+        chosen = subset_items(bench, options.generations, list(items)) if options.subset else items
+        try:
+            found = read_reval_generations(options.generations, chosen, options.extract)
+        except GenerationsError as exc:
+            hint = (
+                ""
+                if options.subset
+                else subset_hint(bench, options.generations, list(items), options.extract)
+            )
+            raise GenerationsError(str(exc) + hint) from None
+        started = time.perf_counter()
+        scores = self.grade(bench, chosen, found.answers, pool, options.grading, options.limits)
+        report = reval_report(
+            bench,
+            RevalScored(list(chosen), scores),
+            found.logged,
+            options.style,
+            options.extraction,
+            generations=str(options.generations),
+            fmt=found.format,
+            elapsed=time.perf_counter() - started,
+        )
+        warning = parse_failure_warning(bench, scores, found.format)
+        return ScoreOutcome(report, scores, warnings=[warning] if warning else [])
 
     def report(
         self,
@@ -192,10 +299,28 @@ class Core(Family):
         pool: PoolOpener,
         grading: Grading,
         limits: Limits,
+        memo: Memo | None = None,
     ) -> dict[str, list[Score]]:
         # Literals compared here, no sandbox; the project (strict) grading is the stored one,
         # the report grades again under the ancestor's rule.
         return score(bench, items, answers, None, grading=Grading.STRICT).scores
+
+    def score_file(
+        self, bench: Benchmark, items: Sequence[Item], options: ScoreOptions, pool: PoolOpener
+    ) -> ScoreOutcome:
+        """Under the project grading (the verdicts) and the ancestor's (in the report and,
+        for ``--results``, beside each verdict)."""
+        fmt, answers = read_generations(
+            options.generations, items, options.extract, subset=options.subset
+        )
+        items = [item for item in items if item.id in answers]  # all, without --subset
+        report = core_report(bench, items, answers, str(options.generations), fmt)
+        project = self.grade(bench, items, answers, pool, Grading.STRICT, options.limits)
+        ancestor = {}
+        if options.results is not None:
+            ancestor["ancestor"] = score(bench, items, answers, None).scores
+        warning = parse_failure_warning(bench, project, fmt)
+        return ScoreOutcome(report, project, ancestor, [warning] if warning else [])
 
     def report(
         self,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner import tasks
+from codereasoner.benchmarks import Benchmark
 from codereasoner.benchmarks.reval import KINDS, LIMITS
 from codereasoner.evaluation.generations import GenerationsError
 from codereasoner.evaluation.reval_metrics import (
@@ -34,8 +35,17 @@ from codereasoner.evaluation.reval_metrics import (
 )
 from codereasoner.execution import Executor, Limits
 from codereasoner.tasks import Answer, Extracted, Grading, Item, Reason, Score, run_plans
+from codereasoner.tasks.plans import Memo
 
-__all__ = ["KINDS", "LIMITS", "RevalScored", "read_reval_generations", "score_reval"]
+__all__ = [
+    "KINDS",
+    "LIMITS",
+    "RevalScored",
+    "read_reval_generations",
+    "score_reval",
+    "subset_hint",
+    "subset_items",
+]
 
 Extract = Callable[[Item, str], Extracted]
 
@@ -297,10 +307,54 @@ def score_reval(
     pool: Executor | None,
     limits: Limits = LIMITS,
     grading: Grading = Grading.OFFICIAL,
+    memo: Memo | None = None,
 ) -> RevalScored:
     """Grade every answered item; output answers run in ``pool`` (batched per program).
     ``grading``: strict refuses output answers whose holes are not literals."""
     chosen = [item for item in items if item.id in answers]
     plans = [tasks.get(item.task).plan(item, answers[item.id], grading) for item in chosen]
-    results = run_plans(pool, plans, limits)
+    results = run_plans(pool, plans, limits, memo)
     return RevalScored(list(items), {i.id: r for i, r in zip(chosen, results, strict=True)})
+
+
+def subset_items(bench: Benchmark, path: Path, items: list[Item]) -> list[Item]:
+    """The items of every group the file names (JSON Lines ids, or the logs' programs and
+    inputs): a first, lenient look; reading the file proper reports what is wrong with it."""
+    by_id = {item.id: item for item in items}
+    by_pair = {_pair(item): bench.group(item) for item in items}
+    groups: set[str] = set()
+    for file in sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]:
+        try:
+            lines = file.read_text(encoding="utf-8").split("\n")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in filter(str.strip, lines):
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if not isinstance(record, dict):
+                continue
+            item_id, generation = record.get("id"), record.get("generation")
+            if isinstance(item_id, str) and item_id in by_id:
+                groups.add(bench.group(by_id[item_id]))
+            for entry in generation if isinstance(generation, list) else []:
+                index = entry.get("input_idx") if isinstance(entry, dict) else None
+                pair = (str(record.get("task_id")), index)
+                if isinstance(index, int) and pair in by_pair:
+                    groups.add(by_pair[pair])
+    return [item for item in items if bench.group(item) in groups]
+
+
+def subset_hint(bench: Benchmark, path: Path, items: list[Item], extract: Extract) -> str:
+    """The hint for a file refused for lacking items that ``--subset`` would score."""
+    try:
+        read_reval_generations(path, subset_items(bench, path, items), extract)
+    except GenerationsError:
+        return ""
+    return "; score only the items the file has with --subset"
+
+
+def _pair(item: Item) -> tuple[str, object]:
+    """How REval's logs name an item's program and input."""
+    return str(item.metadata.get("task_id")), item.metadata.get("input_idx")

@@ -1,5 +1,5 @@
-"""What ``codereasoner score`` resolved from its flags, handed to each metric family's scorer,
-and what a scorer hands back."""
+"""What scoring a generations file is asked (``codereasoner score`` resolves it from its flags),
+handed to the benchmark's metric family, and what the family hands back."""
 
 from __future__ import annotations
 
@@ -24,8 +24,6 @@ class ScoreOptions:
     ks: list[int] | None  # None: those the file has enough samples for
     copies: str
     show_strict: bool
-    workers: int | None
-    isolation: str
     results: Path | None = None  # --results: per-sample verdicts (JSON Lines)
     subset: bool = False  # --subset: score the items the file has, not every item
 
