@@ -644,6 +644,9 @@ class FakeClass:
     def __class__(self) -> type:
         return int
 
+    def __repr__(self) -> str:  # a stable test id (pytest takes it for an int)
+        return "FakeClass()"
+
 
 @pytest.mark.parametrize(
     ("value", "name"),

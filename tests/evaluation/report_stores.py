@@ -20,7 +20,8 @@ from typing import Any
 from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks import reval
 from codereasoner.evaluation import score
-from codereasoner.evaluation.reports import core_report, pass_report, reval_report
+from codereasoner.evaluation.report_reval import reval_report
+from codereasoner.evaluation.reports import core_report, pass_report
 from codereasoner.evaluation.reval_scoring import score_reval
 from codereasoner.evaluation.store import connect
 from codereasoner.execution import Pool

@@ -32,7 +32,8 @@ from codereasoner.evaluation.core_metrics import report_lines as core_lines
 from codereasoner.evaluation.families import Family, ScoreOptions, ScoreOutcome, family_of
 from codereasoner.evaluation.generations import check_generations_path
 from codereasoner.evaluation.metrics import COPY_POLICIES
-from codereasoner.evaluation.reports import CoreReport, PassReport, RevalReport
+from codereasoner.evaluation.report_reval import RevalReport
+from codereasoner.evaluation.reports import CoreReport, PassReport
 from codereasoner.evaluation.scoring import sample_results, write_results
 from codereasoner.execution import Executor, Limits
 from codereasoner.execution.sandbox import ISOLATION_MODES

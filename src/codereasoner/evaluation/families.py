@@ -22,15 +22,14 @@ from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark, Metrics
 from codereasoner.evaluation.core_metrics import report as core_metrics_report
 from codereasoner.evaluation.generations import GenerationsError, read_generations
+from codereasoner.evaluation.report_reval import RevalReport, reval_report
 from codereasoner.evaluation.reports import (
     CoreReport,
     PassReport,
     Report,
-    RevalReport,
     core_report,
     pass_keys,
     pass_report,
-    reval_report,
 )
 from codereasoner.evaluation.reval_scoring import (
     RevalScored,

@@ -27,14 +27,20 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from codereasoner import benchmarks, tasks
-from codereasoner.benchmarks import Benchmark
-from codereasoner.evaluation.families import Family, RunReport, family_of
+from codereasoner.evaluation.families import RunReport, family_of
 from codereasoner.evaluation.reports import Report
+from codereasoner.evaluation.run_checks import (
+    Resolved,
+    answer_warnings,
+    greedy_samples_warning,
+    limit_warning,
+    self_check,
+)
 from codereasoner.evaluation.run_items import (
     available,
     headline,
@@ -45,7 +51,6 @@ from codereasoner.evaluation.run_items import (
 from codereasoner.evaluation.run_settings import (
     FIXED,
     FORMAT,
-    LIMIT_WARNING_SHARE,
     ORACLE,
     RESULTS_JSON,
     RUN_FILES,
@@ -61,12 +66,6 @@ from codereasoner.evaluation.run_settings import (
     run_file_at,
 )
 from codereasoner.evaluation.run_summary import Events, Quiet, RunSummary
-from codereasoner.evaluation.scoring import (
-    PARSE_FAILURES,
-    parse_failure_warning,
-    same_data,
-    wrong_task_warning,
-)
 from codereasoner.evaluation.store import (
     ItemRow,
     RunStore,
@@ -75,7 +74,6 @@ from codereasoner.evaluation.store import (
 )
 from codereasoner.execution import (
     Executor,
-    Limits,
     SandboxUnavailable,
     open_executor,
 )
@@ -85,12 +83,11 @@ from codereasoner.models.base import (
     Completion,
     ReportsProgress,
     Request,
-    Sampling,
     model_identity,
 )
 from codereasoner.models.base import prompt_hash as hash_prompt
 from codereasoner.synth.writer import FolderBusy, exclusive
-from codereasoner.tasks import Answer, Extracted, Extraction, Grading, Item, Score
+from codereasoner.tasks import Extracted, Grading, Item, Score
 
 __all__ = [
     "ORACLE",
@@ -115,22 +112,6 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 # the runner
 # ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class Resolved:
-    """One benchmark, resolved: its items and how they are prompted, read and graded."""
-
-    bench: Benchmark
-    family: Family
-    items: list[Item]
-    style: str
-    extraction: Extraction
-    limits: Limits
-    sampling: Sampling
-    system: str | None
-    prompts: dict[str, str]  # item id -> prompt text
-    hashes: dict[str, str]  # item id -> prompt hash
 
 
 class Runner:
@@ -296,7 +277,9 @@ class Runner:
         store.start_run(self.identity, config)
         self._config = config
         summary = RunSummary(self.run_dir, self.identity, {}, {}, {}, {})
-        greedy = self._greedy_samples_warning()
+        greedy = greedy_samples_warning(
+            self.settings.n, self.settings.sampling, self.backend.model_id
+        )
         if greedy is not None:
             self._warn(summary, greedy)
         for plan in self.plans:
@@ -312,7 +295,8 @@ class Runner:
                 self._run_one(store, plan, summary)
             if self.backend.model_id == ORACLE:
                 summary.self_check = {
-                    plan.bench.name: self._self_check(store, plan) for plan in self.plans
+                    plan.bench.name: self_check(store, plan, self.identity, self.settings.n)
+                    for plan in self.plans
                 }
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
@@ -346,7 +330,7 @@ class Runner:
             keys[name] = plan.sampling.key()
             store.update_config(self._config)
         summary.generated[name], summary.cached[name] = self._generate(store, plan)
-        warning = self._limit_warning(store, plan)
+        warning = limit_warning(store, plan, self.identity, self.settings.n)
         if warning is not None:
             self._warn(summary, warning)
         started = time.perf_counter()
@@ -356,7 +340,7 @@ class Runner:
             for pool_warning in self._pool.warnings:
                 self._warn(summary, f"sandbox: {pool_warning}")
         summary.graded[name] = graded
-        for answer_warning in self._answer_warnings(store, plan):
+        for answer_warning in answer_warnings(store, plan, self.settings.n, self.settings.data_dir):
             self._warn(summary, f"{name}: {answer_warning}")
         reports = store.results()
         reported = self._config.setdefault("reported_n", {})
@@ -381,25 +365,6 @@ class Runner:
             reported[name] = self.settings.n  # the samples the stored report covers
             store.update_config(self._config)
         summary.reports[name] = reports[name]
-
-    def _answer_warnings(self, store: RunStore, plan: Resolved) -> list[str]:
-        """As ``score`` warns: nearly every answer failed to parse, or the answers are shaped
-        like another benchmark's of the same data (a prompt or extraction problem)."""
-        scores = store.scores(plan.bench.name, self.settings.n)
-        answers: dict[str, list[Extracted]] = {
-            item_id: [
-                Answer(score.answer)
-                for score in samples
-                if score.answer is not None and score.reason not in PARSE_FAILURES
-            ]
-            for item_id, samples in scores.items()
-        }
-        siblings = same_data(plan.bench, self.settings.data_dir)
-        found = [
-            wrong_task_warning(plan.bench, plan.items, answers, siblings),
-            parse_failure_warning(plan.bench, scores, "completions"),
-        ]
-        return [warning for warning in found if warning]
 
     def _item_rows(self, plan: Resolved) -> Iterable[ItemRow]:
         for item in plan.items:
@@ -465,33 +430,6 @@ class Runner:
         warn = getattr(self.events, "warn", None)
         if warn is not None:
             warn(warning)
-
-    def _greedy_samples_warning(self) -> str | None:
-        """Several samples at temperature 0 are one greedy answer repeated (pass@k = pass@1)."""
-        n, sampling = self.settings.n, self.settings.sampling
-        if n < 2 or sampling.temperature > 0 or self.backend.model_id == ORACLE:
-            return None
-        return (
-            f"--n {n} at --temperature 0: greedy decoding gives the same answer {n} times, so "
-            f"pass@k equals pass@1; set --temperature (e.g. 0.8) to sample, or use --n 1"
-        )
-
-    def _limit_warning(self, store: RunStore, plan: Resolved) -> str | None:
-        """A warning when most of the benchmark's completions stopped at the token limit: the
-        scores then measure the limit (or a prompt mode the model does not follow)."""
-        n = self.settings.n
-        texts = store.completions(self.identity, plan.sampling.key(), set(plan.hashes.values()), n)
-        reasons = [texts[key].finish_reason for key in texts]
-        cut = sum(reason == "length" for reason in reasons)
-        if not reasons or cut / len(reasons) < LIMIT_WARNING_SHARE:
-            return None
-        limit = plan.sampling.token_limit
-        return (
-            f"{plan.bench.name}: {cut} of {len(reasons)} completions "
-            f"({100 * cut / len(reasons):.0f}%) stopped at the {limit}-token limit without an "
-            f"end or a stop sequence ({', '.join(plan.sampling.stop) or 'none'}); their answers "
-            "are likely cut or missing: raise --max-tokens, or check --chat/--raw and --style"
-        )
 
     def _grade(self, store: RunStore, plan: Resolved) -> int:
         """Extract and grade the samples without a stored verdict (only those: a larger ``n``
@@ -581,50 +519,3 @@ class Runner:
             str(store.path), FORMAT, plan.style, plan.extraction, self.grading, n, elapsed
         )
         return plan.family.report(bench, plan.items, mine, run)
-
-    def _self_check(self, store: RunStore, plan: Resolved) -> dict[str, Any]:
-        """The oracle's misses: items it cannot state (``no_truth``), items sharing their exact
-        prompt with an item of another truth (``ambiguous``: one completion cannot answer both),
-        and samples graded wrong otherwise (``graded_wrong``: grading bugs). ``passed`` when
-        there are none of the last kind."""
-        from codereasoner.models.oracle import NO_TRUTH
-
-        name, n = plan.bench.name, self.settings.n
-        texts = store.completions(self.identity, plan.sampling.key(), set(plan.hashes.values()), n)
-        no_truth = sorted(
-            {
-                item.id
-                for item in plan.items
-                if any(texts[(plan.hashes[item.id], s)].finish_reason == NO_TRUTH for s in range(n))
-            }
-        )
-        truths: dict[str, set[str]] = {}
-        for item in plan.items:
-            truths.setdefault(plan.hashes[item.id], set()).add(item.truth)
-        ambiguous = sorted(item.id for item in plan.items if len(truths[plan.hashes[item.id]]) > 1)
-        excused = set(no_truth) | set(ambiguous)
-        scores = store.scores(name, n)
-        wrong = [
-            {
-                "id": item.id,
-                "sample": verdict.sample,
-                "reason": verdict.reason.value,
-                "detail": verdict.detail,
-            }
-            for item in plan.items
-            if item.id not in excused
-            for verdict in scores.get(item.id, [])
-            if not verdict.correct or verdict.skipped
-        ]
-        missed = {
-            item.id for item in plan.items if any(not v.correct for v in scores.get(item.id, []))
-        }
-        return {
-            "items": len(plan.items),
-            "samples": sum(len(scores.get(i.id, [])) for i in plan.items),
-            "no_truth": no_truth,
-            "ambiguous": ambiguous,
-            "ambiguous_missed": sorted(missed & set(ambiguous)),
-            "graded_wrong": wrong,
-            "passed": not wrong,
-        }

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner.evaluation.families import load_report
+from codereasoner.evaluation.report_reval import REVAL_METRICS
 from codereasoner.evaluation.reports import (
     ACCURACY_CONSISTENCY,
     CORE_METRICS,
@@ -23,7 +24,6 @@ from codereasoner.evaluation.reports import (
     INVARIANCE_TRANSPARENCY,
     PASS_AT_K,
     PERCENT,
-    REVAL_METRICS,
     Breakdown,
     Metric,
     pass_keys,
