@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 VERL_VENV ?= .venv-verl
 BIN := $(VENV)/bin
+# Tests run on every core, a test file per worker (its module fixtures are built once), one
+# torch thread per worker so that workers do not oversubscribe the cores.
+TEST_WORKERS ?= auto
+PYTEST := OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 REVAL_DEBS := python3-numpy python3-bs4 python3-lxml python3-gensim
 # LiveCodeBench's BASE_IMPORTS import numpy and pandas, as upstream.
 LCB_DEBS := python3-numpy python3-pandas
@@ -22,11 +26,11 @@ test: system-deps test-deps $(VENV)/.dev $(VERL_VENV)/.ready
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q --durations=20
+	$(PYTEST) --durations=20
 
 # The fast tier for everyday work: no training, Ray, browser, shared-data or slow tests.
 check: system-deps $(VENV)/.dev
-	$(BIN)/python -m pytest -q -m "not slow and not train and not ray and not browser and not full_data and not real_model"
+	$(PYTEST) -m "not slow and not train and not ray and not browser and not full_data and not real_model"
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench

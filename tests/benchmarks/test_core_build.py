@@ -145,10 +145,18 @@ def _command(out: Path, *extra: str) -> list[str]:
     ]
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An uninterrupted build of the first eight problems, as the interrupted ones are run."""
+    if not CORE_QA.exists():
+        pytest.skip("needs ../shared/data/core")
+    out = tmp_path_factory.mktemp("core-reference") / "reference"
+    subprocess.run(_command(out), check=True, capture_output=True, timeout=600)
+    return out
+
+
 @needs_core
-def test_sigkill_then_resume_writes_the_same_bytes(tmp_path: Path) -> None:
-    reference = tmp_path / "reference"
-    subprocess.run(_command(reference), check=True, capture_output=True, timeout=600)
+def test_sigkill_then_resume_writes_the_same_bytes(tmp_path: Path, reference: Path) -> None:
     out = tmp_path / "killed"
     child = subprocess.Popen(_command(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     problems = out / PROBLEMS_FILE
@@ -172,9 +180,9 @@ def test_sigkill_then_resume_writes_the_same_bytes(tmp_path: Path) -> None:
 
 
 @needs_core
-def test_sigterm_is_one_line_and_the_resume_writes_the_same_bytes(tmp_path: Path) -> None:
-    reference = tmp_path / "reference"
-    subprocess.run(_command(reference), check=True, capture_output=True, timeout=600)
+def test_sigterm_is_one_line_and_the_resume_writes_the_same_bytes(
+    tmp_path: Path, reference: Path
+) -> None:
     out = tmp_path / "stopped"
     child = subprocess.Popen(
         _command(out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
