@@ -13,6 +13,11 @@ from codereasoner.execution import Limits, Pool
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SECRET = "codereasoner-canary-secret-7f3a91"
 os.environ["CODEREASONER_TEST_SECRET"] = SECRET  # before any pool starts
+# pytest-xdist workers inherit the controller's terminal size as COLUMNS and LINES; a console
+# built at import would keep that width for good, and commands run in this process (and their
+# subprocesses) would not read the width a test gives them, as a user's shell would.
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
 
 
 @pytest.fixture(scope="session")

@@ -1,28 +1,21 @@
-"""The command line, run as a user would: a real subprocess, real files, the real sandbox."""
+"""The command line, run as a user would: its own entry point (a real subprocess where the
+interpreter is the point), real files, the real sandbox."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.commands import Ran, invoke
 
-def cli(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``codereasoner ARGS`` in a subprocess, with ``env`` added to this environment."""
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=None if env is None else os.environ | env,
-    )
+
+def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Ran:
+    """``codereasoner ARGS`` (in this process), with ``env`` added to the environment."""
+    return invoke(*args, cwd=cwd, env=env)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""``codereasoner score`` and ``codereasoner bench`` as a user runs them: a real subprocess."""
+"""``codereasoner score`` and ``codereasoner bench`` as a user runs them: the console script's
+entry point, the real sandbox."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import run_codereasoner as cli
+from tests.commands import invoke as cli
 from tests.conftest import SHARED_DATA
 from tests.fixtures import official_verdicts
 

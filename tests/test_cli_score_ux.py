@@ -1,14 +1,11 @@
-"""What a researcher meets first in ``codereasoner score``, through a real
-subprocess: the default --k of a one-sample file, per-sample results, a wrong-task file, a file
-whose answers keep the stop tag, progress off a terminal, and markup in file names and answers."""
+"""What a researcher meets first in ``codereasoner score``, through the console script's entry
+point: the default --k of a one-sample file, per-sample results, a wrong-task file, a file whose
+answers keep the stop tag, progress off a terminal, and markup in file names and answers."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from math import comb
 from pathlib import Path
@@ -17,6 +14,7 @@ from typing import Any
 import pytest
 
 from codereasoner import benchmarks, tasks
+from tests.commands import Ran, invoke
 from tests.conftest import SHARED_DATA
 from tests.fixtures import official_verdicts
 
@@ -29,14 +27,8 @@ needs_samples = pytest.mark.skipif(
 )
 
 
-def cli(*args: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **env},
-    )
+def cli(*args: str | Path, **env: str) -> Ran:
+    return invoke(*args, env=env)
 
 
 def score(*args: str | Path, bench: str = "cruxeval-o", data: Path = CRUX) -> Any:
@@ -45,7 +37,7 @@ def score(*args: str | Path, bench: str = "cruxeval-o", data: Path = CRUX) -> An
     return json.loads(done.stdout), done.stderr
 
 
-def one_error_line(done: subprocess.CompletedProcess[str], *parts: str) -> None:
+def one_error_line(done: Ran, *parts: str) -> None:
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()

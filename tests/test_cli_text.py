@@ -1,4 +1,4 @@
-"""What every command prints, run as a user would (a real subprocess, the real sandbox): text
+"""What every command prints, run as a user would (the console script's entry point, the real sandbox): text
 that is never read as markup, errors in the user's words, plain help, ``--json`` and
 ``--version``, traces that say how they ended, and progress lines off a terminal."""
 
@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import subprocess
 from importlib.metadata import version
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from typer.testing import CliRunner
 
 from codereasoner.cli import app
 from codereasoner.cli.doctor import PROBES
+from tests.commands import Ran
 from tests.test_cli import cli
 
 # Names typed by a user that Rich would read as markup: a closing tag, a style, a bad tag.
@@ -24,7 +24,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROGRAM = "def f(x):\n    print('hi [red]x[/red] [/b]')\n    return x + 1\n"
 
 
-def one_error_line(done: subprocess.CompletedProcess[str], *expected: str) -> str:
+def one_error_line(done: Ran, *expected: str) -> str:
     """The single error line of a refused command (exit 2, no traceback)."""
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
@@ -244,7 +244,7 @@ def test_doctor_json_parses_and_agrees_with_the_table() -> None:
 @pytest.fixture(scope="module")
 def synthesized(
     tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[Path, subprocess.CompletedProcess]:
+) -> tuple[Path, Ran]:
     """A small synth run with --json, off a terminal, a progress line at every advance."""
     out = tmp_path_factory.mktemp("synth") / "s"
     done = cli(
@@ -256,7 +256,7 @@ def synthesized(
 
 
 def test_synth_json_names_the_files_and_counts_what_was_written(
-    synthesized: tuple[Path, subprocess.CompletedProcess],
+    synthesized: tuple[Path, Ran],
 ) -> None:
     out, done = synthesized
     payload = json.loads(done.stdout)
@@ -308,7 +308,7 @@ def test_trace_json_holds_the_program_s_output(tmp_path: Path) -> None:
 
 
 def test_synth_prints_progress_lines_when_not_on_a_terminal(
-    synthesized: tuple[Path, subprocess.CompletedProcess],
+    synthesized: tuple[Path, Ran],
 ) -> None:
     _, done = synthesized
     lines = [line for line in done.stderr.splitlines() if line.startswith("synth candidates:")]
@@ -317,7 +317,7 @@ def test_synth_prints_progress_lines_when_not_on_a_terminal(
 
 
 def test_distill_prints_progress_lines_when_not_on_a_terminal(
-    synthesized: tuple[Path, subprocess.CompletedProcess], tmp_path: Path
+    synthesized: tuple[Path, Ran], tmp_path: Path
 ) -> None:
     cases, _ = synthesized
     done = cli(

@@ -4,29 +4,23 @@ file it points at is left as it was."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from codereasoner.benchmarks.core_build import PROBLEMS_FILE, _Store
 from codereasoner.files import open_no_follow
+from tests.commands import Ran, invoke
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 VICTIM_TEXT = "precious\n"
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *args],
-        capture_output=True, text=True, timeout=600, cwd=cwd,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )  # fmt: skip
+def _cli(*args: str, cwd: Path) -> Ran:
+    return invoke(*args, cwd=cwd, env={"HF_HUB_OFFLINE": "1"})
 
 
-def _synth(out: Path) -> subprocess.CompletedProcess[str]:
+def _synth(out: Path) -> Ran:
     return _cli(
         "synth", "--generator", "offline", "--n", "5", "--seed", "0", "--no-decontam",
         "--workers", "1", "--out", str(out), cwd=out.parent,
@@ -40,7 +34,7 @@ def victim(tmp_path: Path) -> Path:
     return path
 
 
-def _refused(done: subprocess.CompletedProcess[str]) -> str:
+def _refused(done: Ran) -> str:
     lines = done.stderr.strip().splitlines()
     assert done.returncode != 0 and lines and "Traceback" not in done.stderr, done.stderr
     return lines[-1]

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -35,6 +32,7 @@ from codereasoner.execution import (
 )
 from codereasoner.execution.protocol import WireFormatError, check_trace_wire
 from codereasoner.trace import ExecutionTrace, trace_batches, trace_call
+from tests.commands import Ran, invoke
 
 CANARY = Program("def f(xs):\n    return sorted(xs) + [len(xs), abs(-2)]")
 LIMITS = Limits(timeout_s=5.0, memory_mb=256)
@@ -360,19 +358,13 @@ def test_a_forged_hash_colliding_set_is_judged_in_well_under_a_second(solo: Pool
 # --- the command line: untrusted text reaches the terminal escaped ------------------------------
 
 
-def cli(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProcess[str]:
+def cli(tmp_path: Path, source: str, *args: str) -> Ran:
     path = tmp_path / "prog.py"
     path.write_text(textwrap.dedent(source))
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *args[:1], str(path), "--call", "f()", *args[1:]],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "400"},
-    )
+    return invoke(*args[:1], path, "--call", "f()", *args[1:], env={"COLUMNS": "400"})
 
 
-def no_traceback(done: subprocess.CompletedProcess[str]) -> None:
+def no_traceback(done: Ran) -> None:
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     for raw in ("\x1b", "\x07", "\x9b", "\r"):
         assert raw not in done.stdout + done.stderr

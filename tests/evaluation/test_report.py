@@ -20,7 +20,8 @@ from codereasoner.evaluation.report import ReportDataError, load_runs, plots, re
 from codereasoner.evaluation.report.data import run_labels
 from codereasoner.evaluation.runner import SELF_CHECK
 from codereasoner.execution import Pool
-from tests.commands import run_codereasoner as cli
+from tests.commands import Ran
+from tests.commands import invoke as cli
 from tests.conftest import SHARED_DATA
 from tests.evaluation.report_stores import (
     add_core,
@@ -378,7 +379,7 @@ def test_cli_bad_path_is_one_line_exit_2_and_keeps_the_old_page(
     assert (done.returncode, done.stderr.count("\n")) == (2, 1)
 
 
-def one_error_line(done: subprocess.CompletedProcess[str], *words: str) -> None:
+def one_error_line(done: Ran, *words: str) -> None:
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: --out"), done.stderr

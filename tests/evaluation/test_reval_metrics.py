@@ -26,6 +26,7 @@ from codereasoner.evaluation.reval_metrics import (
 from codereasoner.evaluation.reval_scoring import read_reval_generations, score_reval
 from codereasoner.execution import Pool
 from codereasoner.tasks import Extracted, Item
+from tests.commands import Ran, invoke
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"
 PAIRS = ["DREval/0/0", "DREval/0/1", "DREval/1/0", "DREval/2/0", "DREval/2/1"]
@@ -181,24 +182,9 @@ def write_jsonl(path: Path, items: list[Item]) -> Path:
     return path
 
 
-def cli(tmp_path: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codereasoner",
-            "score",
-            "--bench",
-            "reval",
-            "--data-dir",
-            FIXTURES,
-            *map(str, args),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "CODEREASONER_CACHE": str(tmp_path / "cache")},
-    )
+def cli(tmp_path: Path, *args: str | Path) -> Ran:
+    cache = {"CODEREASONER_CACHE": str(tmp_path / "cache")}
+    return invoke("score", "--bench", "reval", "--data-dir", FIXTURES, *args, env=cache)
 
 
 def test_score_cli_jsonl(items: list[Item], pool: Pool, tmp_path: Path) -> None:

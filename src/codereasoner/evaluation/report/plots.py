@@ -12,6 +12,7 @@ from __future__ import annotations
 import colorsys
 import io
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,8 +57,13 @@ def color(index: int) -> str:
 
 
 def safe_label(text: str) -> str:
-    """Text shown literally by matplotlib: '$' would start mathtext."""
-    return text.replace("\\", "\\\\").replace("$", r"\$")
+    """Text shown literally by matplotlib: '$' would start mathtext, and a control character
+    (from a run's name, say) is shown as its escape, not as a glyph the font lacks."""
+    shown = "".join(
+        char if char == "\n" or unicodedata.category(char) != "Cc" else f"\\x{ord(char):02x}"
+        for char in text
+    )
+    return shown.replace("\\", "\\\\").replace("$", r"\$")
 
 
 def _svg(figure: Figure) -> str:
