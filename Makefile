@@ -13,7 +13,7 @@ LCB_DEBS := python3-numpy python3-pandas
 # The HTML report test renders the page in headless Chromium.
 TEST_DEBS := $(REVAL_DEBS) $(LCB_DEBS) chromium
 
-.PHONY: demo test check lint bench learn system-deps test-deps clean
+.PHONY: demo test test-env check lint bench learn system-deps test-deps clean
 
 # The main job on its embedded default: a training set from the offline generator (resumes if
 # interrupted; decontamination skipped, as the run states: no benchmark data offline), then the
@@ -22,7 +22,9 @@ demo: system-deps $(VENV)/.core
 	$(BIN)/codereasoner synth --generator offline --n 2000 --seed 0 --out runs/synth-demo --no-decontam
 	$(BIN)/codereasoner demo
 
-test: system-deps test-deps $(VENV)/.dev $(VERL_VENV)/.ready
+# The two environments are built side by side (two jobs), then checked.
+test:
+	$(MAKE) --no-print-directory -j2 test-env
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
@@ -63,7 +65,10 @@ system-deps:
 	fi
 
 # REval's ClassEval programs import numpy, bs4 (with lxml) and gensim in the sandbox's Python.
-test-deps:
+test-env: system-deps test-deps $(VENV)/.dev $(VERL_VENV)/.ready
+
+# After system-deps: both call apt-get, which runs one at a time.
+test-deps: system-deps
 	@missing=$$(for p in $(TEST_DEBS); do dpkg -s $$p >/dev/null 2>&1 || printf '%s ' $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -94,10 +99,15 @@ $(VENV)/.dev: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 # verl 0.9.1 pins transformers <5.11, so its reward test (tests/training/test_verl_reward.py)
 # runs in an environment of its own: torch first (the local CPU wheel on the project's machines;
 # a CUDA build elsewhere), then verl, then this project.
-$(VERL_VENV)/.ready: pyproject.toml setup.py
+# Installing this project builds the tracer in the source tree, so it waits for the main
+# environment's install (never two builds at once); torch and verl do not.
+$(VERL_VENV)/.deps:
 	test -x $(VERL_VENV)/bin/python || $(PYTHON) -m venv $(VERL_VENV)
 	$(VERL_VENV)/bin/python -m pip install -q torch==2.13.0
 	$(VERL_VENV)/bin/python -m pip install -q verl==0.9.1
+	touch $@
+
+$(VERL_VENV)/.ready: pyproject.toml setup.py $(VERL_VENV)/.deps $(VENV)/.dev
 	$(VERL_VENV)/bin/python -m pip install -q -e .
 	touch $@
 
