@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "codereasoner"
 # Lowest first: a package may import the ones before it, never one after it (docs/architecture.md).
 LAYERS = (
     "registry",
+    "settings",
     "files",
     "values",
     "execution",

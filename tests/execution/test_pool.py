@@ -156,7 +156,7 @@ def test_limits_are_validated() -> None:
 
 
 def test_isolation_mode_is_validated() -> None:
-    with pytest.raises(ValueError, match="isolation must be one of"):
+    with pytest.raises(ValueError, match="isolation 'docker': expected one of"):
         Pool(1, isolation="docker")
 
 
@@ -217,7 +217,7 @@ def test_one_job_at_a_time_gives_the_same_results(pool: Pool) -> None:
     assert [[r.value for r in rs] for rs in pool.run_all(batches)] == [
         [r.value for r in rs] for rs in expected
     ]
-    with pytest.raises(ValueError, match="pipeline must be at least 1"):
+    with pytest.raises(ValueError, match="pipeline 0: expected a positive number"):
         Pool(1, pipeline=0)
 
 
@@ -254,5 +254,5 @@ def test_a_large_job_never_waits_in_a_busy_workers_pipe() -> None:
 
 
 def test_recycling_needs_a_positive_quota() -> None:
-    with pytest.raises(ValueError, match="recycle_after must be at least 1"):
+    with pytest.raises(ValueError, match="recycle_after 0: expected a positive number"):
         Pool(1, recycle_after=0)

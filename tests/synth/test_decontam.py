@@ -148,7 +148,7 @@ def test_the_literal_rule_is_the_default_and_counts_a_generic_10gram(
     # A copied informative 10-gram, short strings and near duplicates: the same under both.
     informative = "def g(x):\n    return out.append(items[i].replace('---', '~'))"
     assert rules(literal.check(informative)) >= {("t1", "ngram10")}
-    with pytest.raises(ValueError, match="unknown decontamination rule 'loose'"):
+    with pytest.raises(ValueError, match="decontam_rule 'loose': expected literal or specific"):
         BenchmarkIndex(OWN, rule="loose")
 
 

@@ -95,11 +95,8 @@ def teach(model_dir: Path, out: Path, rows: list[dict[str, Any]] = ROWS, steps: 
 
 
 @pytest.fixture(scope="module")
-def taught_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from codereasoner.training.tiny import build_tiny_model
-
-    base = build_tiny_model(tmp_path_factory.mktemp("tiny-qwen2"))
-    return teach(base, tmp_path_factory.mktemp("taught"))
+def taught_model(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return teach(tiny_model, tmp_path_factory.mktemp("taught"))
 
 
 def dataset() -> Any:

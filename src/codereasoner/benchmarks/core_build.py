@@ -69,6 +69,7 @@ from codereasoner.programs.llm_rewrite import llm_candidates
 from codereasoner.programs.minimise import coverage_features, minimal_tests
 from codereasoner.programs.probes import probes_for
 from codereasoner.programs.variants import make_variants
+from codereasoner.settings import check_at_least
 from codereasoner.synth.pipeline import HASH_SEEDS
 from codereasoner.synth.writer import (
     LOCK_FILE,
@@ -126,6 +127,16 @@ class BuildSettings:
     # the first N problems only; a later build with a larger limit adds the next ones
     limit: int | None = field(default=None, compare=False)
     data_dir: Path | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        check_at_least(
+            1,
+            variants=self.variants,
+            probes=self.probes,
+            candidates=self.candidates,
+            limit=self.limit,
+            rewriter_samples=self.rewriter_samples,
+        )
 
     def fixed(self) -> dict[str, Any]:
         data = asdict(self)

@@ -20,7 +20,14 @@ from codereasoner.benchmarks.cache import (
     import_files,
     import_hint,
 )
-from codereasoner.cli.common import console, dump_json, error_console, fail, safe_markup
+from codereasoner.cli.common import (
+    console,
+    dump_json,
+    error_console,
+    fail,
+    flag_message,
+    safe_markup,
+)
 from codereasoner.cli.progress import LineProgress
 
 bench_app = typer.Typer(help="Describe and fetch benchmarks.", no_args_is_help=True)
@@ -135,7 +142,7 @@ def show_command(
                 "items": len(bench.load(data_dir)),
             }
         except DataUnavailable as exc:
-            fail(str(exc))
+            fail(flag_message(exc))
     if as_json:
         typer.echo(json.dumps(info, indent=2))
         return
@@ -235,7 +242,7 @@ def fetch_command(
             progress.add_task(f"reading and checking {bench.name}'s items", total=None, wait=True)
             count = len(bench.load(folder, download=False))
     except DataUnavailable as exc:
-        fail(str(exc))
+        fail(flag_message(exc))
     console.print(
         f"{safe_markup(bench.name)}: {count} items (upstream: {bench.counts.get('items', '?')})"
     )
@@ -249,7 +256,7 @@ def _import(bench: benchmarks.Benchmark, origin: Path) -> None:
         paths = import_files(bench.dataset, bench.sources, bench.folder(origin))
     except (DataUnavailable, OSError) as exc:
         if isinstance(exc, DataUnavailable):
-            fail(str(exc))
+            fail(flag_message(exc))
         fail(f"cannot import into the cache {cache_root()} ({exc.strerror or exc})")
     for path in paths:
         console.print(f"{safe_markup(path.name)}: {safe_markup(path)} (imported, sha256 checked)")

@@ -43,6 +43,7 @@ from codereasoner.execution import (
 )
 from codereasoner.execution.executor import EXECUTOR_HELP
 from codereasoner.execution.executor import check_executor as check_executor_spec
+from codereasoner.settings import SettingError
 
 # No emoji codes: a file name such as "x:smile:.py" is shown as typed, like markup in it.
 console = Console(emoji=False)
@@ -275,27 +276,21 @@ def emit_report(report: dict, as_json: bool, show: Callable[[dict], None]) -> No
         raise typer.Exit(1)
 
 
-# The execution layer's names for settings (in its ValueErrors), as the flags that set them.
-FLAG_NAMES = {
-    "timeout_s": "--timeout",
-    "memory_mb": "--memory-mb",
-    "max_steps": "--max-steps",
-    "max_value_chars": "--max-value-chars",
-    "isolation": "--isolation",
-}
-_FLAG_NAME = re.compile(r"\b(" + "|".join(FLAG_NAMES) + r")\b")
-# "timeout_s must be a positive number, got 0.0", "isolation must be one of a, b, not 'c'"
-_MUST_BE = re.compile(r"(?P<name>\w+) must be (?P<expected>.+), (?:got|not) (?P<value>.+)")
+# Settings whose flag is not their name in dashes (``timeout_s`` is set by ``--timeout``).
+FLAG_NAMES = {"timeout_s": "--timeout", "k": "--k"}
+
+
+def flag_of(setting: str) -> str:
+    """The flag that sets ``setting``: ``max_output_chars`` -> ``--max-output-chars``."""
+    return FLAG_NAMES.get(setting) or "--" + setting.replace("_", "-")
 
 
 def flag_message(exc: Exception) -> str:
-    """An execution-layer error in the user's words, as ``--timeout 0.0: expected a positive
-    number``: its setting names replaced by the flags that set them."""
-    text = str(exc)
-    match = _MUST_BE.fullmatch(text)
-    if match is not None and match["name"] in FLAG_NAMES:
-        return f"{FLAG_NAMES[match['name']]} {match['value']}: expected {match['expected']}"
-    return _FLAG_NAME.sub(lambda found: FLAG_NAMES[found.group()], text)
+    """An error in the user's words: a :class:`SettingError` names the flag that sets the
+    setting (``--timeout 0.0: expected a positive number``); anything else is its text."""
+    if isinstance(exc, SettingError):
+        return exc.named(flag_of(exc.setting))
+    return str(exc)
 
 
 def checked_limits(**settings: float) -> Limits:
@@ -325,7 +320,7 @@ def check_executor(value: str | None) -> None:
     try:
         check_executor_spec(value)
     except ValueError as exc:
-        fail(str(exc))
+        fail(flag_message(exc))
     except SandboxUnavailable as exc:
         fail(f"sandbox unavailable: {exc}")
 

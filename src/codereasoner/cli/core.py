@@ -20,6 +20,7 @@ from codereasoner.cli.common import (
     dump_json,
     error_console,
     fail,
+    flag_message,
     interruptible,
     json_flag,
     open_pool,
@@ -97,34 +98,29 @@ def build_command(
     )
     from codereasoner.benchmarks.core_sources import read_problems
     from codereasoner.models import BackendError
+    from codereasoner.settings import SettingError, check_at_least
     from codereasoner.synth.writer import FolderBusy
 
-    for flag, value, least in (
-        ("--variants", variants, 1),
-        ("--probes", probes, 1),
-        ("--candidates", candidates, 1),
-        ("--limit", limit, 1),
-        ("--rewriter-samples", rewriter_samples, 1),
-        ("--workers", workers, 1),
-    ):
-        if value is not None and value < least:
-            fail(f"{flag} {value}: expected a positive number")
+    try:
+        settings = BuildSettings(
+            source=source,
+            variants=variants,
+            probes=probes,
+            seed=seed,
+            candidates=candidates,
+            originals=originals,
+            rewriter=rewriter,
+            rewriter_samples=rewriter_samples,
+            limit=limit,
+            data_dir=data_dir,
+        )
+        check_at_least(1, workers=workers)
+    except SettingError as exc:
+        fail(flag_message(exc))
     if data_dir is not None and not data_dir.is_dir():
         fail(f"--data-dir {data_dir}: not a directory")
     check_executor(executor)
     check_folder("--out", out)
-    settings = BuildSettings(
-        source=source,
-        variants=variants,
-        probes=probes,
-        seed=seed,
-        candidates=candidates,
-        originals=originals,
-        rewriter=rewriter,
-        rewriter_samples=rewriter_samples,
-        limit=limit,
-        data_dir=data_dir,
-    )
     if rewriter is not None:
         from codereasoner.models import SpecError, parse_spec
 
@@ -157,7 +153,7 @@ def build_command(
         try:
             backend = open_backend(rewriter, flag="--rewriter")
         except RunError as exc:
-            fail(str(exc))
+            fail(flag_message(exc))
     started = time.monotonic()
     try:
         with (

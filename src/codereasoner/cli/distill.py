@@ -16,6 +16,7 @@ from codereasoner.cli.common import (
     dump_json,
     error_console,
     fail,
+    flag_message,
     interruptible,
     json_flag,
     safe_markup,
@@ -121,7 +122,7 @@ def distill_command(
         distiller = Distiller(out, backend, settings, bars := Bars())
         distiller.check_resumable()
     except RunError as exc:
-        fail(str(exc))
+        fail(flag_message(exc))
     try:
         backend.preflight()
     except BackendError as exc:
@@ -131,7 +132,7 @@ def distill_command(
             try:
                 distiller.prepare()  # settings this --out cannot take: nothing to resume
             except RunError as exc:
-                fail(str(exc))
+                fail(flag_message(exc))
             with interruptible(out), bars.progress:
                 summary = distiller.run()
     except (RunError, BackendError) as exc:

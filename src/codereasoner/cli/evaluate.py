@@ -23,6 +23,7 @@ from codereasoner.cli.common import (
     console,
     error_console,
     fail,
+    flag_message,
     json_flag,
     safe_markup,
 )
@@ -269,7 +270,7 @@ def eval_command(
         backend = open_backend(model, concurrency, request_timeout, model_args)
         check_data_dir(data_dir)
     except RunError as exc:
-        fail(str(exc))
+        fail(flag_message(exc))
     try:
         sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
         names, skipped = _benchmarks(bench, data_dir)
@@ -297,7 +298,7 @@ def eval_command(
         try:
             logged = write_sample_log(summary.run_dir, log_samples, flag="--log-samples")
         except ExportError as exc:
-            fail(str(exc))
+            fail(flag_message(exc))
         error_console.print(
             f"samples logged: {safe_markup(str(log_samples))} ({logged:,} lines)",
             highlight=False,
@@ -317,7 +318,7 @@ def _prepare(backend: Backend, settings: RunSettings, out: Path | None) -> tuple
         if run_dir.is_dir():
             runner.lock()
     except RunError as exc:
-        fail(str(exc))
+        fail(flag_message(exc))
     return runner, bars
 
 
@@ -334,7 +335,7 @@ def _run(
         try:
             runner.lock()
         except RunError as exc:
-            fail(str(exc))
+            fail(flag_message(exc))
         _note_skipped(skipped)
         if out is None:  # the default: say where it is
             error_console.print(f"run folder: {safe_markup(runner.run_dir)}", highlight=False)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from codereasoner.cli.common import check_parents, fail, safe_text
+from codereasoner.cli.common import check_parents, fail, flag_message, safe_text
 from codereasoner.training.export import (
     DATASET_INFO,
     DIRECTIONS,
@@ -98,7 +98,7 @@ def export_command(
             source, fmt, out, parse_directions(directions), force=force, split=split, select=select
         )
     except ExportError as exc:
-        fail(str(exc))
+        fail(flag_message(exc))
     typer.echo(safe_text(summary.line()))
 
 

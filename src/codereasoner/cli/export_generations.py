@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from codereasoner.cli.common import error_console, fail, safe_markup
+from codereasoner.cli.common import error_console, fail, flag_message, safe_markup
 from codereasoner.evaluation.export_generations import FORMATS, ExportError, export_generations
 
 
@@ -51,7 +51,7 @@ def export_generations_command(
     try:
         exported = export_generations(run_dir, bench, out, fmt, force=force)
     except ExportError as exc:
-        fail(str(exc))
+        fail(flag_message(exc))
     error_console.print(
         f"{safe_markup(exported.benchmark)}: {exported.items} items x {exported.samples} "
         f"samples written to {safe_markup(exported.path)} ({exported.format})",

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from codereasoner.cli.common import console, error_console, fail, safe_markup
+from codereasoner.cli.common import console, error_console, fail, flag_message, safe_markup
 
 if TYPE_CHECKING:
     from codereasoner.evaluation.report import Run, Table3
@@ -77,7 +77,7 @@ def report_command(
             loaded = load_runs(runs, examples)
             named = choose_labels(loaded, labels or [], layout)
         except ReportDataError as exc:
-            fail(str(exc))
+            fail(flag_message(exc))
         table = table3(loaded, named) if layout == "table3" else None
         try:
             written = write_report(loaded, out, named, table)

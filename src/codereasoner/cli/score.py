@@ -21,6 +21,7 @@ from codereasoner.cli.common import (
     emit_report,
     error_console,
     fail,
+    flag_message,
     json_flag,
     open_pool,
     safe_cell,
@@ -156,7 +157,7 @@ def score_command(
     try:  # before any data is loaded (or downloaded)
         check_generations_path(generations, folder=family.reads_folders)
     except GenerationsError as exc:
-        fail(str(exc))
+        fail(flag_message(exc))
     _check_results(results, generations)
     try:
         options = ScoreOptions(
@@ -173,17 +174,17 @@ def score_command(
             subset=subset,
         )
     except ValueError as exc:
-        fail(str(exc))
+        fail(flag_message(exc))
     try:
         items = benchmark.load(data_dir)
     except benchmarks.DataUnavailable as exc:
-        fail(str(exc))
+        fail(flag_message(exc))
     with ExitStack() as stack:
         pool = lazy_pool(stack, workers=workers, limits=options.limits, isolation=isolation)
         try:
             outcome = family.score_file(benchmark, items, options, pool)
         except (GenerationsError, ValueError) as exc:
-            fail(str(exc))
+            fail(flag_message(exc))
     _PRINTERS[outcome.report.kind](_conclude(items, outcome, options), as_json)
 
 

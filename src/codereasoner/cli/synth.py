@@ -25,6 +25,7 @@ from codereasoner.cli.common import (
     dump_json,
     error_console,
     fail,
+    flag_message,
     interruptible,
     safe_markup,
 )
@@ -139,25 +140,26 @@ def synth_command(
     from codereasoner.benchmarks.programs import load_benchmark_programs
     from codereasoner.execution import SandboxUnavailable
     from codereasoner.models import BackendError, SpecError
-    from codereasoner.synth.decontam import DEFAULT_RULE, NGRAM_RULES, Decontamination
-    from codereasoner.synth.pipeline import SynthConfig, make_source, run
+    from codereasoner.settings import SettingError
+    from codereasoner.synth.decontam import DEFAULT_RULE, Decontamination, check_rule
+    from codereasoner.synth.pipeline import SynthConfig, check_synth_settings, make_source, run
     from codereasoner.synth.writer import OutputError, SettingsChanged
 
     given = check_generator(generator, generator_options)
-    if n < 1:
-        fail(f"--n {n}: expected a positive number of candidates")
-    if mutants < 0:
-        fail(f"--mutants {mutants}: expected 0 or more")
-    if max_output_chars < 1:
-        fail(f"--max-output-chars {max_output_chars}: expected a positive number")
-    if workers is not None and workers < 1:
-        fail(f"--workers {workers}: expected a positive number")
+    try:
+        check_synth_settings(
+            n=n, mutants=mutants, max_output_chars=max_output_chars, workers=workers
+        )
+    except SettingError as exc:
+        fail(flag_message(exc))
     check_executor(executor)
     if data_dir is not None and not data_dir.is_dir():
         fail(f"--data-dir {data_dir}: not a directory")
     check_folder("--out", out)
-    if decontam_rule is not None and decontam_rule not in NGRAM_RULES:
-        fail(f"--decontam-rule {decontam_rule!r}: expected {' or '.join(NGRAM_RULES)}")
+    try:
+        check_rule(decontam_rule)
+    except SettingError as exc:
+        fail(flag_message(exc))
     if no_decontam and (data_dir is not None or decontam_rule is not None):
         conflict = "--data-dir" if data_dir is not None else "--decontam-rule"
         fail(f"--no-decontam and {conflict} contradict each other: give one of them")

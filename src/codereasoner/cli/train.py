@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codereasoner.cli.common import check_folder, console, fail, safe_cell, safe_text
+from codereasoner.cli.common import check_folder, console, fail, flag_message, safe_cell, safe_text
 
 INSTALL_TRAIN = "pip install 'codereasoner[train]'"
 OVERRIDES_HELP = (
@@ -55,7 +55,7 @@ def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -
     except (RecipeError, FolderBusy) as exc:
         if not is_main_process():  # rank 0 says it, once
             raise typer.Exit(2) from None
-        fail(str(exc))
+        fail(flag_message(exc))
     except ModuleNotFoundError as exc:  # trl, transformers, torch or yaml: the train extra
         fail(f"train needs the train extra ({exc.name or exc}): {INSTALL_TRAIN}")
     except KeyboardInterrupt:

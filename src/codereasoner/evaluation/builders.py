@@ -1,8 +1,10 @@
 """Python APIs beside :func:`codereasoner.evaluation.evaluate` for the two commands that build
 data: :func:`synthesize` (``codereasoner synth``) and :func:`build_core` (``codereasoner core
 build``). Each composes what its command composes (sources, decontamination, sandbox pools, an
-optional model) and raises :class:`BuildError`, one line naming the setting, for what cannot be
-used; both resume a folder of the same settings.
+optional model) and raises :class:`~codereasoner.settings.SettingError` (a ValueError naming
+the setting, its value and what was expected) for a setting that cannot be used and
+:class:`BuildError`, one line, for anything else that stops the build; both resume a folder of
+the same settings.
 
     from codereasoner.evaluation import build_core, synthesize
     cases = synthesize("runs/synth", n=400, data_dir="data")
@@ -30,9 +32,16 @@ from codereasoner.evaluation.api import open_backend
 from codereasoner.evaluation.run_settings import RunError
 from codereasoner.execution import SandboxUnavailable, open_executor
 from codereasoner.models import BackendError, SpecError
+from codereasoner.settings import check_at_least
 from codereasoner.synth import generators
-from codereasoner.synth.decontam import DEFAULT_RULE, NGRAM_RULES, Decontamination
-from codereasoner.synth.pipeline import Summary, SynthConfig, make_source, run
+from codereasoner.synth.decontam import DEFAULT_RULE, Decontamination, check_rule
+from codereasoner.synth.pipeline import (
+    Summary,
+    SynthConfig,
+    check_synth_settings,
+    make_source,
+    run,
+)
 from codereasoner.synth.writer import FolderBusy, OutputError, SettingsChanged
 
 __all__ = ["BuildError", "build_core", "synthesize"]
@@ -40,12 +49,6 @@ __all__ = ["BuildError", "build_core", "synthesize"]
 
 class BuildError(ValueError):
     """A build that cannot run as asked (one line naming the setting)."""
-
-
-def _positive(**settings: int | None) -> None:
-    for name, value in settings.items():
-        if value is not None and value < 1:
-            raise BuildError(f"{name} {value}: expected a positive number")
 
 
 def _generator_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,11 +83,8 @@ def synthesize(
 ) -> Summary:
     """Synthesize execution cases into ``out`` as ``codereasoner synth`` does (same defaults);
     ``decontaminate=False`` is ``--no-decontam``. Returns the run's summary."""
-    _positive(n=n, max_output_chars=max_output_chars, workers=workers)
-    if mutants < 0:
-        raise BuildError(f"mutants {mutants}: expected 0 or more")
-    if decontam_rule is not None and decontam_rule not in NGRAM_RULES:
-        raise BuildError(f"decontam_rule {decontam_rule!r}: expected {' or '.join(NGRAM_RULES)}")
+    check_synth_settings(n=n, mutants=mutants, max_output_chars=max_output_chars, workers=workers)
+    check_rule(decontam_rule)
     folder = None if data_dir is None else Path(data_dir)
     options = _generator_options(generator, generator_options or {})
     config = SynthConfig(
@@ -143,14 +143,7 @@ def build_core(
 ) -> BuildSummary:
     """Build a CoRE-style benchmark into ``out`` as ``codereasoner core build`` does (same
     defaults; ``source`` as ``--from``, e.g. ``synth:PATH``)."""
-    _positive(
-        variants=variants,
-        probes=probes,
-        candidates=candidates,
-        limit=limit,
-        rewriter_samples=rewriter_samples,
-        workers=workers,
-    )
+    check_at_least(1, workers=workers)
     folder = None if data_dir is None else Path(data_dir)
     settings = BuildSettings(
         source=source,

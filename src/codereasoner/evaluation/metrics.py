@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from codereasoner.settings import SettingError, check_at_least
 from codereasoner.tasks import Score
 
 COPY_POLICIES = ("official", "fail")
@@ -31,8 +32,7 @@ def pass_at_k(n: int, c: int, k: int, *, small_n: str = "error") -> float:
     ``small_n="upstream"`` follows CRUXEval/LiveCodeBench (1.0, since ``n - c < k``).
     Computed in upstream's product form ``1 - prod(1 - k/i, i = n-c+1 .. n)``.
     """
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+    check_at_least(1, k=k)
     if not 0 <= c <= n:
         raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
     if n < k and small_n != "upstream":
@@ -50,7 +50,7 @@ def item_counts(scores: Sequence[Score], copies: str = "official") -> Counts:
     pass, every sample counts as a failure.
     """
     if copies not in COPY_POLICIES:
-        raise ValueError(f"copies must be one of {', '.join(COPY_POLICIES)}, got {copies!r}")
+        raise SettingError("copies", copies, f"one of {', '.join(COPY_POLICIES)}")
     passed = sum(1 for score in scores if score.correct and not score.skipped)
     if copies == "fail" or passed == 0:
         return Counts(len(scores), passed)

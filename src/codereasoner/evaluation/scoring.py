@@ -17,6 +17,7 @@ from codereasoner.evaluation.metrics import Counts, breakdown, item_counts, pass
 from codereasoner.execution import Executor, Limits
 from codereasoner.files import replacing
 from codereasoner.models.base import cut_at_stop
+from codereasoner.settings import SettingError, check_at_least
 from codereasoner.tasks import (
     OFFICIAL_LIMITS,
     Answer,
@@ -101,12 +102,14 @@ def check_ks(ks: Sequence[int], answers: Mapping[str, Sequence[Extracted]]) -> N
     """Every item needs at least k samples for pass@k (the estimator is undefined below)."""
     fewest = min(answers.items(), key=lambda pair: len(pair[1]))
     for k in ks:
-        if k < 1:
-            raise ValueError(f"--k: values must be at least 1, got {k}")
-        if len(fewest[1]) < k:
-            raise ValueError(
-                f"--k {k}: pass@{k} needs at least {k} samples per item; {fewest[0]!r} has "
-                f"{len(fewest[1])} (without --k, the pass@k the file supports are reported)"
+        check_at_least(1, k=k)
+        have = len(fewest[1])
+        if have < k:
+            raise SettingError(
+                "k",
+                k,
+                f"at most {have} (pass@{k} needs at least {k} samples per item; {fewest[0]!r} "
+                f"has {have}; without it, the pass@k the file supports are reported)",
             )
 
 

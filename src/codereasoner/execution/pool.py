@@ -41,6 +41,7 @@ from codereasoner.execution.sandbox import (
     stage_files,
     worker_command,
 )
+from codereasoner.settings import check_at_least
 
 DEFAULT_PRELOAD = (
     "re",
@@ -232,11 +233,8 @@ class Pool(BatchRunner):
         self.plan: IsolationPlan = plan_isolation(isolation, python, tuple(hide_paths))
         if grading:
             check_grading_isolation(self.plan, isolation)
-        if recycle_after < 1:
-            raise ValueError(f"recycle_after must be at least 1, got {recycle_after!r}")
+        check_at_least(1, recycle_after=recycle_after, pipeline=pipeline)
         self.recycle_after = recycle_after
-        if pipeline < 1:
-            raise ValueError(f"pipeline must be at least 1, got {pipeline!r}")
         self.pipeline = pipeline  # jobs sent to a worker before its first answer arrives
         self.require_seccomp = require_seccomp
         self._config = {

@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any
 
 from codereasoner import values
+from codereasoner.settings import SettingError, check_at_least
 
 
 class Status(StrEnum):
@@ -47,9 +48,8 @@ class Limits:
 
     def __post_init__(self) -> None:
         if not (self.timeout_s > 0 and math.isfinite(self.timeout_s)):
-            raise ValueError(f"timeout_s must be a positive number, got {self.timeout_s!r}")
-        if self.memory_mb < 16:
-            raise ValueError(f"memory_mb must be at least 16, got {self.memory_mb!r}")
+            raise SettingError("timeout_s", self.timeout_s, "a positive number")
+        check_at_least(16, memory_mb=self.memory_mb)
 
     @property
     def effective_wall_timeout_s(self) -> float:
@@ -79,11 +79,9 @@ class TraceOptions:
 
     def __post_init__(self) -> None:
         if self.engine not in ("auto", "c", "python"):
-            raise ValueError(f"engine must be auto, c or python, got {self.engine!r}")
-        if self.max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {self.max_steps!r}")
-        if self.max_value_chars < 16:
-            raise ValueError(f"max_value_chars must be at least 16, got {self.max_value_chars!r}")
+            raise SettingError("engine", self.engine, "auto, c or python")
+        check_at_least(1, max_steps=self.max_steps)
+        check_at_least(16, max_value_chars=self.max_value_chars)
 
     def wire(self) -> dict[str, Any]:
         return dict(vars(self))

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codereasoner.execution.sandboxed import TRACER_MODULES
+from codereasoner.settings import SettingError
 
 NOBODY_UID = 65534
 SANDBOX_DIR = "/tmp/codereasoner-sandbox"
@@ -405,7 +406,7 @@ def plan_isolation(
 ) -> IsolationPlan:
     """Pick the strongest isolation that works here; raise SandboxUnavailable if none does."""
     if mode not in ISOLATION_MODES:
-        raise ValueError(f"isolation must be one of {', '.join(ISOLATION_MODES)}, not {mode!r}")
+        raise SettingError("isolation", mode, f"one of {', '.join(ISOLATION_MODES)}")
     root = os.geteuid() == 0
     problems: list[str] = []
     if mode in ("auto", "bubblewrap"):

@@ -54,6 +54,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
+from codereasoner.settings import SettingError
 from codereasoner.synth.dedup import normalise
 
 NGRAM: Final = 10
@@ -68,6 +69,14 @@ DEFAULT_BENCHMARKS: Final = ("cruxeval-o", "lcb-execution", "reval", "core-outpu
 # How the 10-gram rule decides (see the module docstring); the first is the default.
 NGRAM_RULES: Final = ("literal", "specific")
 DEFAULT_RULE: Final = NGRAM_RULES[0]
+
+
+def check_rule(rule: str | None, setting: str = "decontam_rule") -> None:
+    """A SettingError unless ``rule`` (None: the default) is one of :data:`NGRAM_RULES`."""
+    if rule is not None and rule not in NGRAM_RULES:
+        raise SettingError(setting, rule, " or ".join(NGRAM_RULES))
+
+
 RULE_NAMES: Final = ("ngram10", "short_exact", "near_duplicate")
 
 _KEPT_TYPES: Final = frozenset({token.NAME, token.OP, token.NUMBER, token.STRING})
@@ -230,10 +239,7 @@ class BenchmarkIndex:
     ) -> None:
         if not 0 < near_threshold <= 1:
             raise ValueError("near_threshold must be in (0, 1]")
-        if rule not in NGRAM_RULES:
-            raise ValueError(
-                f"unknown decontamination rule {rule!r}: expected {' or '.join(NGRAM_RULES)}"
-            )
+        check_rule(rule)
         self.rule = rule
         self.programs = list(programs)
         self.ngram = ngram

@@ -29,6 +29,7 @@ from typing import Final
 from codereasoner.execution import CallSyntaxError, ExecResult, Status, parse_call
 from codereasoner.execution.code_safety import Finding, unsafe_construct
 from codereasoner.execution.determinism import observable
+from codereasoner.settings import check_at_least
 from codereasoner.synth.case import Candidate, Drop
 
 STATIC: Final = "static"
@@ -103,8 +104,7 @@ class FilterConfig:
             "max_lines",
             "max_input_chars",
         ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"FilterConfig.{name} must be at least 1")
+            check_at_least(1, **{name: getattr(self, name)})
         if self.min_code_chars > self.max_code_chars or self.min_lines > self.max_lines:
             raise ValueError("FilterConfig: a minimum is larger than its maximum")
 

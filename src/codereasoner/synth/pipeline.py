@@ -37,6 +37,7 @@ from codereasoner.execution import (
     open_executor,
     parse_call,
 )
+from codereasoner.settings import check_at_least
 from codereasoner.synth import generators
 from codereasoner.synth.batching import Work, run_grouped
 from codereasoner.synth.case import Candidate, Drop
@@ -105,14 +106,23 @@ class SynthConfig:
     max_steps: int = 10_000
 
     def __post_init__(self) -> None:
-        if self.n < 1:
-            raise ValueError(f"n must be at least 1, got {self.n}")
-        if self.mutants < 0 or self.mutant_tries < self.mutants:
-            raise ValueError("mutants must be >= 0 and mutant_tries >= mutants")
-        if self.max_output_chars < 1:
-            raise ValueError("max_output_chars must be at least 1")
-        if self.chunk_size < 1:
-            raise ValueError("chunk_size must be at least 1")
+        check_synth_settings(
+            n=self.n,
+            mutants=self.mutants,
+            max_output_chars=self.max_output_chars,
+            workers=self.workers,
+        )
+        check_at_least(self.mutants, "at least mutants", mutant_tries=self.mutant_tries)
+        check_at_least(1, chunk_size=self.chunk_size)
+
+
+def check_synth_settings(
+    *, n: int, mutants: int, max_output_chars: int, workers: int | None
+) -> None:
+    """A SettingError for the first of synth's counts that cannot be used."""
+    check_at_least(1, "a positive number of candidates", n=n)
+    check_at_least(0, "0 or more", mutants=mutants)
+    check_at_least(1, max_output_chars=max_output_chars, workers=workers)
 
 
 @dataclass

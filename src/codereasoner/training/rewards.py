@@ -39,6 +39,7 @@ from typing import Any
 from codereasoner import tasks
 from codereasoner.benchmarks.cases import DIRECTIONS
 from codereasoner.execution import Executor, Limits, open_executor
+from codereasoner.settings import SettingError
 from codereasoner.tasks import Extracted, GradingPlan, Item, Reason, Score
 from codereasoner.training.process import COLUMN as PROBES_COLUMN
 from codereasoner.training.process import process_score
@@ -101,8 +102,8 @@ class Sample:
         try:
             task = DIRECTIONS[self.direction]
         except KeyError:
-            raise ValueError(
-                f"direction must be one of {', '.join(DIRECTIONS)}, not {self.direction!r}"
+            raise SettingError(
+                "direction", self.direction, f"one of {', '.join(DIRECTIONS)}"
             ) from None
         return Item(
             self.case_id,

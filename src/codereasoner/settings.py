@@ -1,0 +1,39 @@
+"""One typed error for a setting that cannot be used, raised wherever a value is checked and
+named as the Python API spells it (``timeout_s``, ``n``); only the command line turns the name
+into the flag that sets it (``--timeout``, ``--n``), so no lower layer spells a flag.
+
+    raise SettingError("timeout_s", 0.0, "a positive number")
+    str(error)  # "timeout_s 0.0: expected a positive number"
+"""
+
+from __future__ import annotations
+
+__all__ = ["SettingError", "check_at_least"]
+
+
+class SettingError(ValueError):
+    """``setting`` cannot be ``value``; ``expected`` says what can (a phrase after
+    "expected")."""
+
+    def __init__(self, setting: str, value: object, expected: str) -> None:
+        self.setting = setting
+        self.value = value
+        self.expected = expected
+        super().__init__(f"{setting} {self.shown}: expected {expected}")
+
+    @property
+    def shown(self) -> str:
+        """The value as a message shows it: text quoted, numbers as typed."""
+        return repr(self.value) if isinstance(self.value, str) else str(self.value)
+
+    def named(self, name: str) -> str:
+        """The message with the setting called ``name`` (a flag, say)."""
+        return f"{name} {self.shown}: expected {self.expected}"
+
+
+def check_at_least(minimum: int, expected: str | None = None, **settings: int | None) -> None:
+    """A SettingError for the first of ``settings`` (None: not given) below ``minimum``."""
+    for name, value in settings.items():
+        if value is not None and value < minimum:
+            wanted = expected or ("a positive number" if minimum == 1 else f"at least {minimum}")
+            raise SettingError(name, value, wanted)
