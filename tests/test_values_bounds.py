@@ -59,11 +59,11 @@ def test_the_reported_set_is_judged_in_well_under_a_second() -> None:
     assert 900_000 < len(text) < 1_000_000
     result = ExecResult(status=Status.OK, value=text, value_type="set", is_literal=True)
     expected = set(range(10))
-    started = time.perf_counter()
+    started = time.process_time()
     for policy in values.POLICIES:
         assert not result.matches(expected, policy)
     # A guard against the quadratic path (14 s before; about 0.1 s now), loose for noisy CI.
-    assert time.perf_counter() - started < 10.0
+    assert time.process_time() - started < 10.0
 
 
 def test_the_message_names_the_problem_and_the_place() -> None:
@@ -122,10 +122,10 @@ def test_big_benign_values_keep_their_verdicts_under_every_policy() -> None:
 
 def test_too_many_separators_are_refused_before_compiling() -> None:
     text = "[" + "0," * 300_000 + "]"  # 600 KB: ~1 s and 300 MB of syntax tree if compiled
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(values.ValueParseError, match="more than 200000 syntax nodes"):
         values.parse(text)
-    assert time.perf_counter() - started < 5  # a guard (compiling took ~1 s), loose for CI
+    assert time.process_time() - started < 5  # a guard (compiling took ~1 s), loose for CI
     with pytest.raises(values.ValueParseError, match="more than 10 syntax nodes"):
         values.parse("{" + "1: 2, " * 6 + "}", max_nodes=10)
 
@@ -174,18 +174,18 @@ def test_the_separator_bound_never_refuses_a_value_within_the_node_limit() -> No
 
 
 def test_length_is_checked_first() -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(values.ValueParseError, match="longer than 1000000"):
         values.parse("[" + "0, " * 7_000_000 + "]")  # over 600 s in grading before
     with pytest.raises(values.ValueParseError, match="longer than 10 characters"):
         values.parse("[1, 2, 3, 4]", max_chars=10)
-    assert time.perf_counter() - started < 5  # a guard against the old path, loose for CI
+    assert time.process_time() - started < 5  # a guard against the old path, loose for CI
 
 
 def test_the_string_scan_is_linear_on_unterminated_escapes() -> None:
     """Texts of many escaped quotes once made the separator count rescan from every quote."""
     text = "[" + "'\\" * 20_000 + "," * 200_000
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(values.ValueParseError):
         values.parse(text)
-    assert time.perf_counter() - started < 5  # a guard (5.3 s and growing quadratically before)
+    assert time.process_time() - started < 5  # a guard (5.3 s and growing quadratically before)

@@ -655,7 +655,8 @@ def test_timeouts_are_enforced_promptly(pool: Pool) -> None:
         Program("def f():\n    while True:\n        pass"), parse_call("f()"), Limits(timeout_s=0.5)
     )
     assert result.status is Status.TIMEOUT
-    assert 400 <= result.wall_ms <= 2000, result.wall_ms
+    # CPU time, which a loaded machine does not stretch: stopped at the limit, not long after
+    assert 400 <= result.cpu_ms <= 1500, result.cpu_ms
 
 
 def test_builtins_tampering_does_not_leak_into_later_calls_of_a_batch(pool: Pool) -> None:

@@ -300,10 +300,10 @@ def test_a_forged_trace_over_the_step_cap_is_refused_fast(solo: Pool) -> None:
     assert traced.trace is None
     assert_contained(traced.result)
     assert elapsed < 60, elapsed  # a guard (159 s before); start-up and 3.75 MB of pipes included
-    started = time.monotonic()
+    started = time.process_time()
     with pytest.raises(WireFormatError, match="150000 steps"):
         check_trace_wire(json.loads(line)["trace"], TraceOptions(max_steps=10_000))
-    assert time.monotonic() - started < 5  # the count is checked before any step is read
+    assert time.process_time() - started < 5  # the count is checked before any step is read
     assert_serves(solo)
 
 
@@ -349,9 +349,9 @@ def test_a_forged_hash_colliding_set_is_judged_in_well_under_a_second(solo: Pool
     assert result.ok or result.exception_type == "ProtocolViolation", result.describe()
     expected = set(range(1, 38_000))  # building the colliding set itself would take seconds
     for policy in ("strict", "exact", "lenient"):
-        started = time.monotonic()
+        started = time.process_time()  # CPU time: a loaded machine does not stretch it
         assert not result.matches(expected, policy)
-        assert time.monotonic() - started < 1, policy
+        assert time.process_time() - started < 1, policy
     assert_serves(solo)
 
 

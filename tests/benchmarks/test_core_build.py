@@ -4,6 +4,7 @@ the same bytes, other sources, and bad input."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import codereasoner
 from codereasoner import benchmarks, values
 from codereasoner.benchmarks.core import entry_point
 from codereasoner.benchmarks.core_build import IO_FILE, PROBLEMS_FILE, QA_FILE, SUMMARY_FILE
@@ -37,11 +39,27 @@ def _build(out: Path, *extra: str) -> dict:
     return json.loads(done.stdout)
 
 
+def _content_key() -> str:
+    """What the full build depends on: the package's code and templates and CoRE's data."""
+    digest = hashlib.sha256(CORE_QA.read_bytes())
+    package = Path(codereasoner.__file__).parent
+    for path in sorted(package.rglob("*")):
+        if path.suffix in {".py", ".c", ".json", ".txt"}:
+            digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 @pytest.fixture(scope="module")
-def core_gen(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+def core_gen(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict]:
+    """The full build, kept in pytest's cache under its content key: a second session with the
+    same code and data resumes the finished build (nothing to do) instead of building again."""
     if not CORE_QA.exists():
         pytest.skip("needs ../shared/data/core")
-    out = tmp_path_factory.mktemp("core-gen")
+    cache = request.config.cache  # None under -p no:cacheprovider
+    name = f"core-gen-{_content_key()}"
+    out = tmp_path_factory.mktemp(name) if cache is None else cache.mkdir(name)
     summary = _build(out, "--from", "core", "--data-dir", str(SHARED_DATA))
     return out, summary
 

@@ -105,9 +105,9 @@ def test_visible_text(text: str, visible: str) -> None:
     ["<think>" * 20_000, "</think>" * 20_000, "<think></think>" * 20_000, "<think>a" * 200_000],
 )
 def test_pathological_tags_take_linear_time(text: str) -> None:
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: a loaded machine does not stretch it
     assert visible_text(text + ANSWER) in ("", ANSWER)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 def test_a_reply_over_the_cap_is_read_up_to_the_cap() -> None:

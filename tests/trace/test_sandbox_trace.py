@@ -54,7 +54,7 @@ def test_step_cap_ends_the_child_even_if_the_program_swallows_exceptions(pool: P
     assert traced.result.status is Status.OUTPUT_LIMIT
     assert traced.trace.partial and traced.trace.partial_reason == "max_steps"
     assert len(traced.trace.steps) == 100
-    assert traced.result.wall_ms < 1000
+    assert traced.result.cpu_ms < 1000  # the cap ends it at once (CPU: load does not stretch)
 
 
 def test_a_program_that_removes_the_tracer_gets_a_partial_trace(pool: Pool) -> None:
