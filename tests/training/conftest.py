@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.commands import invoke
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -23,17 +23,6 @@ CPU = ["bf16=false", "use_cpu=true", "dataloader_num_workers=0", "report_to=none
 class Exported:
     sft: Path
     grpo: Path
-
-
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=600,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +39,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
     ]
     commands = [steps[0] + steps[1], steps[2] + steps[3], steps[4], steps[5]]
     for command in commands:
-        done = cli(*command, cwd=folder)
+        done = invoke(*command, cwd=folder)
         assert done.returncode == 0, done.stderr
     return Exported(folder / "sft.jsonl", folder / "grpo.jsonl")
 

@@ -19,7 +19,8 @@ import pytest
 from codereasoner.training.curves import CURVES_JSONL, read_curves
 from codereasoner.training.recipe import RecipeError, Stage, load_recipe
 from codereasoner.training.trainers import DONE_FILE
-from tests.training.conftest import CPU, RECIPES, Exported, cli
+from tests.commands import invoke
+from tests.training.conftest import CPU, RECIPES, Exported
 from tests.training.test_train import TINY_GRPO, TINY_SFT, _wait_for_checkpoint
 
 EVAL = ["eval_strategy=steps", "eval_steps=1", "save_steps=1", "load_best_model_at_end=true"]
@@ -71,7 +72,7 @@ def test_grpo_ends_with_the_checkpoint_of_its_best_eval_reward(
 ) -> None:
     model, data = taught
     out = tmp_path / "grpo"
-    done = cli(
+    done = invoke(
         "train", "grpo", "--config", str(TINY_GRPO), f"model_name_or_path={model}",
         f"dataset={data}", f"eval_dataset={data}", f"output_dir={out}", *GRPO, "max_steps=4",
     )  # fmt: skip
@@ -92,7 +93,7 @@ def test_sft_ends_with_the_checkpoint_of_its_best_eval_loss(
     rows = exported.sft.read_text(encoding="utf-8").splitlines()
     held_out.write_text("\n".join(rows[:8]) + "\n", encoding="utf-8")
     out = tmp_path / "sft"
-    done = cli(
+    done = invoke(
         "train", "sft", "--config", str(TINY_SFT), f"model_name_or_path={tiny_model}",
         f"dataset={exported.sft}", f"eval_dataset={held_out}", f"output_dir={out}",
         "max_steps=4", "eval_strategy=steps", "eval_steps=2", "save_steps=2",
@@ -123,7 +124,7 @@ def test_a_killed_run_resumes_with_its_evaluations(
         os.killpg(first.pid, signal.SIGKILL)
         first.communicate()
     assert not (out / DONE_FILE).exists()
-    again = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    again = invoke(*command[3:])  # the resume, in this process
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming from" in again.stdout
     # every evaluation once, those before the kill too: the best is the whole run's
@@ -153,7 +154,7 @@ def test_evaluation_settings_are_checked_before_anything_loads(
         with pytest.raises(RecipeError) as caught:
             load_recipe(Stage.GRPO, TINY_GRPO, [*base, *extra])
         assert message in str(caught.value) and "\n" not in str(caught.value)
-    done = cli("train", "grpo", "--config", str(TINY_GRPO), *base,
+    done = invoke("train", "grpo", "--config", str(TINY_GRPO), *base,
                f"output_dir={tmp_path / 'out'}", "eval_strategy=steps")  # fmt: skip
     assert done.returncode == 2 and "needs eval_dataset" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -30,7 +30,8 @@ from codereasoner.training.trainers import (
     last_checkpoint,
     train,
 )
-from tests.training.conftest import CPU, RECIPES, Exported, cli
+from tests.commands import invoke
+from tests.training.conftest import CPU, RECIPES, Exported
 from tests.training.test_grpo_reward import Recorder
 
 RECIPE_FILES = sorted(RECIPES.glob("*.yaml"))
@@ -132,7 +133,7 @@ def test_the_command_refuses_bad_recipes_and_data_in_one_line(
         "cannot build the trainer": ["model_name_or_path=" + str(tmp_path / "no-model")],
     }
     for message, extra in runs.items():
-        done = cli(
+        done = invoke(
             "train", "sft", "--config", str(TINY_SFT), f"model_name_or_path={tiny_model}",
             f"dataset={exported.sft}", f"output_dir={out}", *extra,
         )  # fmt: skip
@@ -141,7 +142,7 @@ def test_the_command_refuses_bad_recipes_and_data_in_one_line(
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert "Traceback" not in done.stderr
     assert not (out / RUN_FILE).exists()  # bad data leaves no run behind
-    vllm = cli(
+    vllm = invoke(
         "train", "grpo", "--config", str(TINY_GRPO), f"model_name_or_path={tiny_model}",
         f"dataset={exported.grpo}", f"output_dir={tmp_path / 'vllm'}", "use_vllm=true",
     )  # fmt: skip
@@ -156,7 +157,7 @@ def test_sft_loss_decreases_and_the_model_is_ready_to_evaluate(
         f"model_name_or_path={tiny_model}", f"dataset={exported.sft}", f"output_dir={out}",
         "num_train_epochs=2",
     ]  # fmt: skip
-    done = cli("train", "sft", "--config", str(TINY_SFT), *args)
+    done = invoke("train", "sft", "--config", str(TINY_SFT), *args)
     assert done.returncode == 0, done.stderr
     assert f"model in {out}" in done.stdout
     losses = [entry["loss"] for entry in read_curves(out / CURVES_JSONL) if "loss" in entry]
@@ -171,11 +172,11 @@ def test_sft_loss_decreases_and_the_model_is_ready_to_evaluate(
     tokenizer = AutoTokenizer.from_pretrained(out)
     assert model.num_parameters() > 0 and tokenizer.eos_token == "<|im_end|>"
 
-    again = cli("train", "sft", "--config", str(TINY_SFT), *args)
+    again = invoke("train", "sft", "--config", str(TINY_SFT), *args)
     assert again.returncode == 0 and "already finished (20 steps)" in again.stdout
     fewer = tmp_path / "fewer.jsonl"
     fewer.write_text("".join(exported.sft.read_text().splitlines(keepends=True)[:10]))
-    other = cli("train", "sft", "--config", str(TINY_SFT), *args, f"dataset={fewer}")
+    other = invoke("train", "sft", "--config", str(TINY_SFT), *args, f"dataset={fewer}")
     assert other.returncode == 2
     assert "holds a run with another dataset_sha256" in other.stderr
 
@@ -291,7 +292,7 @@ def test_a_killed_grpo_run_resumes_from_its_checkpoint(
     )
     try:
         checkpoint = _wait_for_checkpoint(out, first, time.monotonic() + 300)
-        busy = cli(*command[3:])  # a second run into the same folder, while the first writes
+        busy = invoke(*command[3:])  # a second run into the same folder, while the first writes
         assert busy.returncode == 2 and "another run is writing" in busy.stderr, busy.stderr
     finally:
         os.killpg(first.pid, signal.SIGKILL)
@@ -300,7 +301,7 @@ def test_a_killed_grpo_run_resumes_from_its_checkpoint(
     reached = int(checkpoint.name.split("-")[1])
     assert reached < 30
 
-    again = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    again = invoke(*command[3:])  # the resume, in this process
     assert again.returncode == 0, again.stderr
     assert "resuming from" in again.stdout
     resumed = int(again.stdout.split("resuming from")[1].split("checkpoint-")[1].split()[0])
@@ -367,7 +368,7 @@ def test_an_explicit_resume_point_must_be_a_checkpoint(
         "true": "no complete checkpoint in",
     }.items():
         out = tmp_path / f"out-{len(value)}"
-        done = cli(
+        done = invoke(
             "train", "sft", "--config", str(TINY_SFT), *base, f"output_dir={out}",
             f"resume_from_checkpoint={value}",
         )  # fmt: skip
