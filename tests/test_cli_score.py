@@ -136,7 +136,7 @@ def test_score_jsonl_completions(tmp_path: Path) -> None:
         (["-g", "{ok}", "--k", "one"], "--k: expected comma-separated integers"),
         (["-g", "{ok}", "--bench", "nope"], "--bench: unknown benchmark 'nope'"),
         (["-g", "{ok}", "--data-dir", "{empty}"], "cruxeval.jsonl: not found"),
-        (["-g", "{ok}", "--style", "haiku"], "--style 'haiku': cruxeval-o supports direct"),
+        (["-g", "{ok}", "--style", "haiku"], "--style 'haiku': expected one cruxeval-o supports: direct"),
         (["-g", "{ok}", "--grading", "loose"], "--grading 'loose': expected official or strict"),
         (["-g", "{ok}", "--grading", "strict", "--strict-report"], "drop it with --grading"),
         (["-g", "{ok}", "--extraction", "x"], "--extraction 'x': expected one of official"),

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from codereasoner import tasks
 from codereasoner.benchmarks.cache import FileStatus, Source, locate, status
 from codereasoner.execution import Limits
+from codereasoner.settings import SettingError
 from codereasoner.tasks import OFFICIAL_LIMITS, Extraction, Item, template
 
 __all__ = ["DIRECT_MAX_TOKENS", "REASONING_MAX_TOKENS", "Benchmark", "Clock", "Metrics", "Stops"]
@@ -148,23 +149,23 @@ class Benchmark:
         return template(self.system).strip() if chat and self.system else None
 
     def choose_extraction(self, name: str | None) -> Extraction:
-        """``name`` (None: the default); ValueError when unknown or not allowed here."""
+        """``name`` (None: the default); SettingError when unknown or not allowed here."""
         if name is None:
             return self.extraction
         try:
             chosen = Extraction(name)
         except ValueError:
             allowed = ", ".join(mode.value for mode in Extraction)
-            raise ValueError(f"--extraction {name!r}: expected one of {allowed}") from None
+            raise SettingError("extraction", name, f"one of {allowed}") from None
         if chosen not in self.extractions:
             allowed = ", ".join(mode.value for mode in self.extractions)
-            raise ValueError(f"--extraction {name}: {self.name} allows {allowed}")
+            raise SettingError("extraction", name, f"one {self.name} allows: {allowed}")
         return chosen
 
     def choose_style(self, name: str) -> str:
-        """``name`` when every task kind supports it; ValueError naming the supported ones."""
+        """``name`` when every task kind supports it; SettingError naming the supported ones."""
         if name not in self.styles:
-            raise ValueError(f"--style {name!r}: {self.name} supports {', '.join(self.styles)}")
+            raise SettingError("style", name, f"one {self.name} supports: {', '.join(self.styles)}")
         return name
 
     # -- grading --------------------------------------------------------------------------------
@@ -174,7 +175,7 @@ class Benchmark:
         if timeout is None:
             return self.limits
         if timeout <= 0:
-            raise ValueError(f"--timeout {timeout}: expected a positive number of seconds")
+            raise SettingError("timeout", timeout, "a positive number of seconds")
         wall = 2 * timeout + 1 if self.clock is Clock.CPU else timeout
         return Limits(timeout_s=timeout, wall_timeout_s=wall, memory_mb=self.limits.memory_mb)
 

@@ -285,11 +285,13 @@ def flag_of(setting: str) -> str:
     return FLAG_NAMES.get(setting) or "--" + setting.replace("_", "-")
 
 
-def flag_message(exc: Exception) -> str:
-    """An error in the user's words: a :class:`SettingError` names the flag that sets the
-    setting (``--timeout 0.0: expected a positive number``); anything else is its text."""
-    if isinstance(exc, SettingError):
-        return exc.named(flag_of(exc.setting))
+def flag_message(exc: BaseException) -> str:
+    """An error in the user's words: a :class:`SettingError`, or an error raised from one,
+    names the flag that sets the setting (``--timeout 0.0: expected a positive number``);
+    anything else is its text."""
+    setting = exc if isinstance(exc, SettingError) else exc.__cause__
+    if isinstance(setting, SettingError):
+        return setting.named(flag_of(setting.setting))
     return str(exc)
 
 

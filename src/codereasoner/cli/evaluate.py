@@ -347,7 +347,7 @@ def _run(
         except BackendUnavailable as exc:  # the server went away: a re-run can get past it
             fail(f"{exc} ({resume})")
         except (RunError, BackendError) as exc:  # a re-run would fail the same way
-            fail(f"{exc} ({marked})")
+            fail(f"{flag_message(exc)} ({marked})")
         except KeyboardInterrupt:
             terminated = runner.interruption == SIGTERM_MESSAGE
             fail(f"{runner.interruption} ({resume})", 143 if terminated else 130)

@@ -166,8 +166,8 @@ class Runner:
             limits = bench.limits_for(self.settings.timeout)
         except KeyError as exc:
             raise RunError(f"--bench: {exc.args[0]}") from None
-        except ValueError as exc:
-            raise RunError(str(exc)) from None
+        except ValueError as exc:  # a SettingError stays the cause: the CLI names its flag
+            raise RunError(str(exc)) from exc
         style = style_for(bench, self.settings.style)
         items = select_items(bench, load_items(bench, self.settings.data_dir), self.settings.limit)
         chat = self.settings.chat
