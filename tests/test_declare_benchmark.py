@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codereasoner import benchmarks
+from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks import Benchmark, Metrics, Stops
 from codereasoner.benchmarks.cache import Source
 from codereasoner.benchmarks.records import read_jsonl
@@ -199,3 +199,15 @@ def test_a_failed_fetch_is_one_line_and_leaves_no_folders(toy: Benchmark, tmp_pa
         assert done.exit_code == 2 and message in done.output, done.output
         assert len(done.output.strip().splitlines()) == 1 and done.exception is not None
     assert not (tmp_path / "new").exists()
+
+
+def test_a_benchmark_may_carry_its_own_prompts(toy: Benchmark) -> None:
+    item = toy.load()[0]
+    assert toy.prompt(item, "direct") == tasks.get(item.task).prompt(item, "direct")
+    own = Benchmark(**{**toy.__dict__, "prompts": {"direct": "MINE {code} | {input}"}})
+    assert own.styles == ("direct",)  # its styles are its prompts'
+    assert own.prompt(item, "direct") == f"MINE {item.fields['code']} | {item.fields['input']}"
+    with pytest.raises(ValueError, match="prompts need a 'direct' template"):
+        Benchmark(**{**toy.__dict__, "prompts": {"cot": "x"}})
+    with pytest.raises(ValueError, match="must be a non-empty template"):
+        Benchmark(**{**toy.__dict__, "prompts": {"direct": " "}})

@@ -59,6 +59,21 @@ PLUGIN = textwrap.dedent(
         metric_note="pass@k x 100", stops=Stops(raw=("[/ANSWER]",)), breakdown="id",
         breakdown_note="each item alone",
     )
+
+
+    def parse_prompted(paths):
+        return [
+            Item(item.id, "toy-prompted", "output_prediction", program=item.program,
+                 call=item.call, truth=item.truth, fields=item.fields)
+            for item in parse(paths)
+        ]
+
+
+    # A prompt of its own with a built-in task kind: one declaration, no class.
+    PROMPTED = Benchmark(
+        **{**BENCHMARK.__dict__, "name": "toy-prompted", "tasks": ("output_prediction",),
+           "parse": parse_prompted, "prompts": {"direct": "TOY OWN " + PROMPT}},
+    )
     '''
 )
 ENTRY_POINTS = """\
@@ -67,6 +82,7 @@ toy_output = toyplugin:KIND
 
 [codereasoner.benchmarks]
 toy-own = toyplugin:BENCHMARK
+toy-prompted = toyplugin:PROMPTED
 """
 ROWS = [
     {"id": "toy_0", "code": "def f(x):\n    return x * 2", "input": "21", "output": "42"},
@@ -106,22 +122,27 @@ def site(tmp_path: Path) -> Path:
     return site
 
 
-def test_an_installed_benchmark_runs_through_every_command(site: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("bench", "prompt"), [("toy-own", "TOY PROMPT."), ("toy-prompted", "TOY OWN TOY PROMPT.")]
+)
+def test_an_installed_benchmark_runs_through_every_command(
+    site: Path, tmp_path: Path, bench: str, prompt: str
+) -> None:
     listed = cli(site, "bench", "list")
-    assert listed.returncode == 0 and "toy-own" in listed.stdout, listed.stderr
+    assert listed.returncode == 0 and bench in listed.stdout, listed.stderr
     data, run = tmp_path / "data", tmp_path / "run"
-    done = cli(site, "eval", "--model", "oracle", "--bench", "toy-own", "--data-dir", data,
+    done = cli(site, "eval", "--model", "oracle", "--bench", bench, "--data-dir", data,
                "--out", run, "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert summary["reports"]["toy-own"]["pass@1"] == 100.0
+    assert summary["reports"][bench]["pass@1"] == 100.0
     with sqlite3.connect(run / "run.sqlite") as store:
         prompts = [text for (text,) in store.execute("SELECT text FROM prompts")]
-    assert len(prompts) == 3 and all(text.startswith("TOY PROMPT.") for text in prompts)
+    assert len(prompts) == 3 and all(text.startswith(prompt) for text in prompts)
     generations = tmp_path / "gens.jsonl"
     exported = cli(site, "export-generations", run, "--out", generations)
     assert exported.returncode == 0, exported.stderr
-    scored = cli(site, "score", "--bench", "toy-own", "-g", generations, "--data-dir", data,
+    scored = cli(site, "score", "--bench", bench, "-g", generations, "--data-dir", data,
                  "--json")  # fmt: skip
     assert scored.returncode == 0, scored.stderr
     assert json.loads(scored.stdout)["pass@1"] == 100.0  # eval and score agree

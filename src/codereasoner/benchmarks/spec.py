@@ -89,6 +89,9 @@ class Benchmark:
     # Metadata keys whose values ``--limit`` keeps together (empty: each item alone); items
     # lacking a key are their own group.
     group_by: tuple[str, ...] = ()
+    # The benchmark's own prompts by style, each a template of the items' fields ("{code}"),
+    # in place of its task kinds' templates; its styles are then these. Empty: the kinds'.
+    prompts: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         where = f"benchmark {self.name!r}"
@@ -101,6 +104,11 @@ class Benchmark:
             raise ValueError(
                 f"{where}: metrics {self.metrics!r}; expected one of {known}"
             ) from None
+        if self.prompts and "direct" not in self.prompts:
+            raise ValueError(f"{where}: prompts need a 'direct' template, the style every run has")
+        for style, text in self.prompts.items():
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"{where}: prompts[{style!r}] must be a non-empty template")
         if self.extraction not in self.extractions:
             raise ValueError(
                 f"{where}: default extraction {self.extraction.value!r} is not "
@@ -133,10 +141,19 @@ class Benchmark:
 
     @property
     def styles(self) -> tuple[str, ...]:
-        """The prompt styles every one of its task kinds supports, in the first kind's order."""
+        """The prompt styles every one of its task kinds supports, in the first kind's order
+        (with prompts of its own, those of them)."""
         kinds = [tasks.get(name) for name in self.tasks]
         names = [[str(style) for style in kind.styles] for kind in kinds]
-        return tuple(style for style in names[0] if all(style in other for other in names[1:]))
+        shared = [style for style in names[0] if all(style in other for other in names[1:])]
+        return tuple(style for style in shared if not self.prompts or style in self.prompts)
+
+    def prompt(self, item: Item, style: str) -> str:
+        """The prompt of ``item`` in ``style``: the benchmark's own template, else its kind's."""
+        own = self.prompts.get(str(style))
+        if own is None:
+            return tasks.get(item.task).prompt(item, style)
+        return own.format_map(dict(item.fields))
 
     def stop(self, style: str, chat: bool) -> tuple[str, ...]:
         return self.stops.get(str(style), chat)

@@ -172,7 +172,7 @@ class Runner:
         items = select_items(bench, load_items(bench, self.settings.data_dir), self.settings.limit)
         chat = self.settings.chat
         system = bench.system_message(chat)
-        prompts = {item.id: tasks.get(item.task).prompt(item, style) for item in items}
+        prompts = {item.id: bench.prompt(item, style) for item in items}
         hashes = {key: hash_prompt(text, chat, system) for key, text in prompts.items()}
         asked = self.settings.sampling
         sampling = replace(
