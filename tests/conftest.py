@@ -76,3 +76,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker("browser")
         if "SHARED_DATA" in getattr(item.module, "__dict__", {}):
             item.add_marker("full_data")
+    _costly_files_first(items)
+
+
+_COSTLY = ("train", "ray", "slow")
+
+
+def _costly_files_first(items: list[pytest.Item]) -> None:
+    """The files holding training, Ray or slow tests first, each file's tests in their order.
+    pytest-xdist hands whole files to its workers in this order (``--dist loadfile``), so a
+    long file is not started when the other workers are nearly done."""
+    costly = {item.path for item in items if any(item.get_closest_marker(m) for m in _COSTLY)}
+    items.sort(key=lambda item: item.path not in costly)
