@@ -46,8 +46,24 @@ def test_lazy_targets_import_on_first_use() -> None:
 
 
 def test_every_extension_point_is_one() -> None:
+    from codereasoner.evaluation.families import FAMILIES
+    from codereasoner.programs import REWRITES
+
     assert isinstance(benchmarks.REGISTRY, Registry)
     assert isinstance(models.BACKENDS, Registry) and isinstance(generators.GENERATORS, Registry)
-    for lookup in (benchmarks.get, models.BACKENDS.get_entry, generators.get, tasks.get):
+    assert isinstance(FAMILIES, Registry) and isinstance(REWRITES, Registry)
+    lookups = [benchmarks.get, models.BACKENDS.get_entry, generators.get, tasks.get]
+    lookups += [FAMILIES.get_entry, REWRITES.get_entry]
+    for lookup in lookups:
         with pytest.raises(RegistryError, match=r"unknown .* 'nope'; expected one of"):
             lookup("nope")
+
+
+def test_the_rewards_are_one_too() -> None:
+    pytest.importorskip("trl")
+    from codereasoner.training.grpo_rewards import REWARDS
+
+    assert isinstance(REWARDS, Registry)
+    assert REWARDS.names() == ["code_reasoning", "format", "length", "process"]
+    with pytest.raises(RegistryError, match="unknown reward 'nope'; expected one of"):
+        REWARDS.get_entry("nope")

@@ -236,7 +236,7 @@ def test_the_trl_recipe_updates_several_times_per_generation_batch(
     rows = data.read_text(encoding="utf-8").splitlines() * (prompts // 2)
     (tmp_path / "grpo.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
     recorder = Recorder()
-    REWARDS["recorder"] = lambda context: recorder
+    REWARDS.register(lambda context: recorder, name="recorder")
     try:
         recipe = load_recipe(
             Stage.GRPO,
@@ -254,7 +254,7 @@ def test_the_trl_recipe_updates_several_times_per_generation_batch(
         trainer = build_trainer(recipe)
         trainer.train()
     finally:
-        del REWARDS["recorder"]
+        REWARDS.unregister("recorder")
     assert len(recorder.calls) == 1  # one generation batch for every update
     assert len(recorder.calls[0]["completions"]) == prompts * paper.num_generations
     clipped = [

@@ -210,7 +210,7 @@ def test_grpo_logs_rewards_equal_to_an_independent_scoring(
 ) -> None:
     model, data = taught
     recorder = Recorder()
-    REWARDS["recorder"] = lambda context: recorder  # a new reward is one entry
+    REWARDS.register(lambda context: recorder, name="recorder")  # a new reward is one entry
     try:
         recipe = load_recipe(
             Stage.GRPO,
@@ -224,7 +224,7 @@ def test_grpo_logs_rewards_equal_to_an_independent_scoring(
         )  # fmt: skip
         train(recipe, log=lambda line: None)
     finally:
-        del REWARDS["recorder"]
+        REWARDS.unregister("recorder")
     assert len(recorder.calls) == 2  # one generation batch per step
     curves = [entry for entry in read_curves(tmp_path / CURVES_JSONL) if "reward" in entry]
     assert [entry["step"] for entry in curves] == [1, 2]

@@ -49,6 +49,7 @@ from codereasoner.evaluation.scoring import (
     wrong_task_warning,
 )
 from codereasoner.execution import Executor, Limits
+from codereasoner.registry import Registry
 from codereasoner.tasks import Answer, Extracted, Extraction, Grading, Item, ParseFailure, Score
 from codereasoner.tasks.plans import Memo
 
@@ -359,7 +360,10 @@ def reasons(scores: Mapping[str, Sequence[Score]]) -> dict[str, int]:
     return dict(tally.most_common())
 
 
-FAMILIES: dict[str, Family] = {family.name: family for family in (PassAtK(), Reval(), Core())}
+FAMILIES: Registry[Family] = Registry("metric family")
+for _family in (PassAtK(), Reval(), Core()):
+    FAMILIES.register(_family)
+del _family
 
 
 def family_of(bench: Benchmark) -> Family:

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 
 from codereasoner.execution import Limits
+from codereasoner.registry import Registry
 from codereasoner.training.arguments import RecipeError, TrainArguments
 from codereasoner.training.rewards import (
     CodeReasoningReward,
@@ -107,12 +108,12 @@ def _process(context: RewardContext) -> ProcessReward:
 
 
 # GRPO reward functions by name: a new reward is one entry here (weights: TRL's reward_weights).
-REWARDS: dict[str, Callable[[RewardContext], Callable[..., Any]]] = {
-    CODE_REWARD: _code_reasoning,  # CodeReasoner's binary execution-verified reward
-    "format": _format,  # tags present and well formed
-    "length": _length,  # DAPO's soft over-long penalty
-    "process": _process,  # true probed values earn, false ones cost (training/process.py)
-}
+RewardFactory = Callable[[RewardContext], Callable[..., Any]]
+REWARDS: Registry[RewardFactory] = Registry("reward")
+REWARDS.register(_code_reasoning, name=CODE_REWARD)  # the binary execution-verified reward
+REWARDS.register(_format, name="format")  # tags present and well formed
+REWARDS.register(_length, name="length")  # DAPO's soft over-long penalty
+REWARDS.register(_process, name="process")  # true probed values earn, false ones cost
 
 
 def check_rewards(names: Sequence[str], weights: Sequence[float] | None, where: str) -> None:

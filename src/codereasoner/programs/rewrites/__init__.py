@@ -61,6 +61,7 @@ from codereasoner.programs.rewrites.surface import (
     _apply_mirror_comparisons,
     _apply_split_conjunction,
 )
+from codereasoner.registry import Registry
 
 __all__ = ["REWRITES", "Apply", "Rewrite", "compose"]
 
@@ -108,67 +109,61 @@ def compose(source: str, kinds: Sequence[str], rng: random.Random) -> tuple[str,
 # the registry
 # ---------------------------------------------------------------------------------------
 
-REWRITES: dict[str, Rewrite] = {
-    rewrite.name: rewrite
-    for rewrite in (
-        Rewrite("rename", "locals and parameters get fresh names", _apply_rename),
-        Rewrite(
-            "for_to_while", "for i in range(...) becomes a counting while", _apply_for_to_while
-        ),
-        Rewrite(
-            "while_to_for", "a counting while becomes for i in range(...)", _apply_while_to_for
-        ),
-        Rewrite(
-            "loop_to_comprehension",
-            "r = []; for x in xs: r.append(e) becomes a list comprehension",
-            _apply_loop_to_comprehension,
-        ),
-        Rewrite(
-            "comprehension_to_loop",
-            "r = [e for x in xs] becomes an appending loop",
-            _apply_comprehension_to_loop,
-        ),
-        Rewrite("swap_if_else", "if c: A else: B becomes if not c: B else: A", _apply_swap_if_else),
-        Rewrite("de_morgan", "not (a and b) and not a or not b, either way", _apply_de_morgan),
-        Rewrite(
-            "early_return_to_flag",
-            "an early return from a loop becomes a result variable and break",
-            _apply_early_return_to_flag,
-        ),
-        Rewrite(
-            "extract_helper",
-            "a pure expression moves into a module-level helper",
-            _apply_extract_helper,
-        ),
-        Rewrite(
-            "inline_helper", "a one-line helper is inlined into its calls", _apply_inline_helper
-        ),
-        Rewrite(
-            "iter_to_index",
-            "for x in seq becomes for i in range(len(seq)): x = seq[i]",
-            _apply_iter_to_index,
-        ),
-        Rewrite("augassign_expand", "s += x becomes s = s + x", _apply_augassign_expand),
-        Rewrite("augassign_contract", "s = s + x becomes s += x", _apply_augassign_contract),
-        Rewrite(
-            "mirror_comparisons",
-            "a > b becomes b < a (or the reverse) at every side-effect-free comparison",
-            _apply_mirror_comparisons,
-        ),
-        Rewrite(
-            "split_conjunction",
-            "if a and b: body (no else) becomes nested ifs",
-            _apply_split_conjunction,
-        ),
-        Rewrite(
-            "characters_literal",
-            "a display of one-character strings becomes set('...') / list / tuple",
-            _apply_characters_literal,
-        ),
-        Rewrite(
-            "drop_annotations",
-            "parameter, return and local variable annotations are dropped",
-            _apply_drop_annotations,
-        ),
-    )
-}
+REWRITES: Registry[Rewrite] = Registry("rewrite")
+for _rewrite in (
+    Rewrite("rename", "locals and parameters get fresh names", _apply_rename),
+    Rewrite("for_to_while", "for i in range(...) becomes a counting while", _apply_for_to_while),
+    Rewrite("while_to_for", "a counting while becomes for i in range(...)", _apply_while_to_for),
+    Rewrite(
+        "loop_to_comprehension",
+        "r = []; for x in xs: r.append(e) becomes a list comprehension",
+        _apply_loop_to_comprehension,
+    ),
+    Rewrite(
+        "comprehension_to_loop",
+        "r = [e for x in xs] becomes an appending loop",
+        _apply_comprehension_to_loop,
+    ),
+    Rewrite("swap_if_else", "if c: A else: B becomes if not c: B else: A", _apply_swap_if_else),
+    Rewrite("de_morgan", "not (a and b) and not a or not b, either way", _apply_de_morgan),
+    Rewrite(
+        "early_return_to_flag",
+        "an early return from a loop becomes a result variable and break",
+        _apply_early_return_to_flag,
+    ),
+    Rewrite(
+        "extract_helper",
+        "a pure expression moves into a module-level helper",
+        _apply_extract_helper,
+    ),
+    Rewrite("inline_helper", "a one-line helper is inlined into its calls", _apply_inline_helper),
+    Rewrite(
+        "iter_to_index",
+        "for x in seq becomes for i in range(len(seq)): x = seq[i]",
+        _apply_iter_to_index,
+    ),
+    Rewrite("augassign_expand", "s += x becomes s = s + x", _apply_augassign_expand),
+    Rewrite("augassign_contract", "s = s + x becomes s += x", _apply_augassign_contract),
+    Rewrite(
+        "mirror_comparisons",
+        "a > b becomes b < a (or the reverse) at every side-effect-free comparison",
+        _apply_mirror_comparisons,
+    ),
+    Rewrite(
+        "split_conjunction",
+        "if a and b: body (no else) becomes nested ifs",
+        _apply_split_conjunction,
+    ),
+    Rewrite(
+        "characters_literal",
+        "a display of one-character strings becomes set('...') / list / tuple",
+        _apply_characters_literal,
+    ),
+    Rewrite(
+        "drop_annotations",
+        "parameter, return and local variable annotations are dropped",
+        _apply_drop_annotations,
+    ),
+):
+    REWRITES.register(_rewrite)
+del _rewrite
