@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 VERL_VENV ?= .venv-verl
 BIN := $(VENV)/bin
-# Tests run on every core, a test file per worker (its module fixtures are built once), one
-# torch thread per worker so that workers do not oversubscribe the cores.
-TEST_WORKERS ?= auto
+# Tests run on every core (at most 4: each worker may hold torch and a model), a test file per
+# worker (its module fixtures are built once), one torch thread per worker so that workers do
+# not oversubscribe the cores.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 PYTEST := OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 REVAL_DEBS := python3-numpy python3-bs4 python3-lxml python3-gensim
 # LiveCodeBench's BASE_IMPORTS import numpy and pandas, as upstream.
