@@ -25,22 +25,25 @@ LAYERS = (
     "programs",
     "benchmarks",
     "evaluation",
+    "families",
     "training",
     "cli",
     "__main__",
 )
 CONSUMERS = ("evaluation", "cli", "models", "training")
+FAMILY_PREFIX = "codereasoner.families."
 
 
-def imported_packages(path: Path) -> set[str]:
+def imported_packages(path: Path, *, named: bool = True) -> set[str]:
     """The top-level ``codereasoner`` packages a module imports: import statements (lazy ones
-    included) and registry targets named as text (``"codereasoner.models.hf:HFBackend"``)."""
+    included) and, with ``named``, registry targets named as text
+    (``"codereasoner.models.hf:HFBackend"``)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         names: list[str] = []
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             target = re.fullmatch(r"(codereasoner(?:\.\w+)+)(?::\w+)?", node.value)
-            names = [target.group(1)] if target else []
+            names = [target.group(1)] if target and named else []
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "codereasoner":
                 names = [f"codereasoner.{alias.name}" for alias in node.names]
@@ -69,9 +72,26 @@ def test_every_package_has_a_layer() -> None:
 def test_imports_point_down_the_layers(path: Path) -> None:
     mine = LAYERS.index(package_of(path))
     upward = sorted(
-        name for name in imported_packages(path) if name in LAYERS and LAYERS.index(name) > mine
+        name
+        for name in imported_packages(path) - imported_named_families(path)
+        if name in LAYERS and LAYERS.index(name) > mine
     )
     assert not upward, f"{path.relative_to(PACKAGE)} imports {upward}, a layer above it"
+
+
+def imported_named_families(path: Path) -> set[str]:
+    """``{"families"}`` when the module only names a family module as a registry target (how
+    the registries below it load a benchmark family's folder, as they load a plugin)."""
+    named_only = imported_packages(path) - imported_packages(path, named=False)
+    return named_only & {"families"}
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_no_module_outside_a_family_imports_it(path: Path) -> None:
+    if package_of(path) == "families":
+        return
+    imported = imported_packages(path, named=False)
+    assert "families" not in imported, f"{path.relative_to(PACKAGE)} imports a family module"
 
 
 def consumer_files() -> list[Path]:
@@ -85,7 +105,7 @@ def test_the_checks_see_the_consumers() -> None:
 def shipped() -> list[benchmarks.Benchmark]:
     """The benchmarks the package declares (not those a run declares for itself, such as
     distillation's cases, or a test's toy)."""
-    declared_here = "codereasoner.benchmarks."
+    declared_here = ("codereasoner.benchmarks.", "codereasoner.families.")
     return [
         bench
         for bench in benchmarks.REGISTRY.values()
@@ -180,7 +200,10 @@ def module_imports() -> dict[str, set[str]]:
                 found |= {resolve(alias.name) for alias in node.names}
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 target = re.fullmatch(r"(codereasoner(?:\.\w+)+):\w+", node.value)
-                found |= {resolve(target.group(1))} if target else set()
+                # a benchmark family's folder is named as a plugin is: it imports its host,
+                # the host only names it, and loads it on first use
+                plugin = target is not None and target.group(1).startswith(FAMILY_PREFIX)
+                found |= {resolve(target.group(1))} if target and not plugin else set()
         graph[name] = {other for other in found if other and other != name}
     return graph
 

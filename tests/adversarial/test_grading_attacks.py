@@ -151,7 +151,7 @@ def test_forged_reval_output_verdicts_are_wrong(
 ) -> None:
     """REval output answers are test code that upstream executes and passes when nothing is
     raised: a program could forge that, so only the question's code runs, with the holes' values."""
-    from codereasoner.benchmarks import reval
+    from codereasoner.families.reval import benchmark as reval
 
     fixtures = CRUX.parent / "reval"
     paths = {name: fixtures / name for name in (reval.DATA.filename, reval.TASKS.filename)}
@@ -201,7 +201,7 @@ def test_a_copied_reval_call_passes_officially_and_fails_strictly(
 ) -> None:
     """``assert g(X) == g(X)`` states no value: upstream's execution passes it, so official
     grading keeps parity (docs/evaluation.md lists it); strict grading wants literal holes."""
-    from codereasoner.benchmarks import reval
+    from codereasoner.families.reval import benchmark as reval
 
     fixtures = CRUX.parent / "reval"
     paths = {name: fixtures / name for name in (reval.DATA.filename, reval.TASKS.filename)}

@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
+from codereasoner.families.reval.extraction import state_robust
 from codereasoner.synth.generators.llm import ReplyError, parse_reply
 from codereasoner.tasks.extraction import robust_value
-from codereasoner.tasks.reval_extraction import state_robust
 
 
 def _reply(text: str) -> object:

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from codereasoner import benchmarks, tasks, values
-from codereasoner.benchmarks import reval
 from codereasoner.benchmarks.cache import DataUnavailable
-from codereasoner.benchmarks.reval_programs import CASE_ENTRY, pair_program
-from codereasoner.benchmarks.reval_truth import (
+from codereasoner.execution import Call, Pool, Program
+from codereasoner.families.reval import benchmark as reval
+from codereasoner.families.reval.programs import CASE_ENTRY, pair_program
+from codereasoner.families.reval.truth import (
     GT_LIMITS,
     GT_TRACE,
     Pair,
@@ -26,7 +27,6 @@ from codereasoner.benchmarks.reval_truth import (
     run_probe,
     unique,
 )
-from codereasoner.execution import Call, Pool, Program
 from codereasoner.tasks import Answer, Item, run_plans, template_sources
 from codereasoner.trace import trace_batches, trace_call
 from tests.conftest import SHARED_DATA

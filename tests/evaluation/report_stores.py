@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner import benchmarks, tasks
-from codereasoner.benchmarks import reval
 from codereasoner.evaluation import score
-from codereasoner.evaluation.report_reval import reval_report
 from codereasoner.evaluation.reports import core_report, pass_report
-from codereasoner.evaluation.reval_scoring import score_reval
 from codereasoner.evaluation.store import connect
 from codereasoner.execution import Pool
+from codereasoner.families.reval import benchmark as reval
+from codereasoner.families.reval.report import reval_report
+from codereasoner.families.reval.scoring import score_reval
 from codereasoner.models.base import Sampling, prompt_hash
 from codereasoner.tasks import Answer, Extracted, Extraction, Grading, Item, Score, Style
 

@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 
 from codereasoner import tasks
-from codereasoner.benchmarks import reval
 from codereasoner.evaluation.generations import GenerationsError
-from codereasoner.evaluation.reval_metrics import (
+from codereasoner.execution import Pool
+from codereasoner.families.reval import benchmark as reval
+from codereasoner.families.reval.metrics import (
     CoverageCounts,
     consistency_weight,
     coverage_counts,
     incremental_consistency,
 )
-from codereasoner.evaluation.reval_scoring import read_reval_generations, score_reval
-from codereasoner.execution import Pool
+from codereasoner.families.reval.scoring import read_reval_generations, score_reval
 from codereasoner.tasks import Extracted, Item
 from tests.commands import Ran, invoke
 

@@ -18,10 +18,10 @@ import pytest
 from typer.testing import CliRunner
 
 from codereasoner import benchmarks, tasks
-from codereasoner.benchmarks import reval
 from codereasoner.cli import app
 from codereasoner.evaluation.runner import RunError, load_items
 from codereasoner.execution import CallSyntaxError, Pool, parse_call
+from codereasoner.families.reval import benchmark as reval
 from codereasoner.models.replay_server import Query, ReplayServer
 from codereasoner.tasks import Answer, Extraction, Item, ParseFailure, Reason, Score, run_plans
 from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from codereasoner import tasks
-from codereasoner.benchmarks import core, cruxeval, livecodebench, reval
+from codereasoner.benchmarks import core, cruxeval, livecodebench
 from codereasoner.execution import Pool
+from codereasoner.families.reval import benchmark as reval
 from codereasoner.models.oracle import oracle_completion
 from codereasoner.tasks import Item, OutputPrediction, Score, TaskKind
 from codereasoner.tasks.oracle import NoOracleAnswer

@@ -9,18 +9,18 @@ from pathlib import Path
 import pytest
 
 from codereasoner import tasks
-from codereasoner.benchmarks import reval
-from codereasoner.benchmarks.reval_items import build_items
-from codereasoner.benchmarks.reval_truth import PairTruth
 from codereasoner.execution import Pool
-from codereasoner.tasks import Answer, Item, ParseFailure, Reason, run_plans, template
-from codereasoner.tasks.path import PathPrediction, answer_lines
-from codereasoner.tasks.reval_output import (
+from codereasoner.families.reval import benchmark as reval
+from codereasoner.families.reval.items import build_items
+from codereasoner.families.reval.output import (
     completed_answer,
     filled_holes,
     penalized,
 )
-from codereasoner.tasks.state_answers import NIL, StateError, parse_state, state_verdict
+from codereasoner.families.reval.path import PathPrediction, answer_lines
+from codereasoner.families.reval.state_answers import NIL, StateError, parse_state, state_verdict
+from codereasoner.families.reval.truth import PairTruth
+from codereasoner.tasks import Answer, Item, ParseFailure, Reason, run_plans, template
 from tests.conftest import SHARED_DATA
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"

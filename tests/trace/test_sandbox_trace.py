@@ -7,7 +7,6 @@ import json
 import pytest
 
 from codereasoner import values
-from codereasoner.benchmarks.reval import case_program as _reval_program
 from codereasoner.execution import (
     Batch,
     Call,
@@ -18,6 +17,7 @@ from codereasoner.execution import (
     TraceOptions,
     parse_call,
 )
+from codereasoner.families.reval.benchmark import case_program as _reval_program
 from codereasoner.trace import trace_batches, trace_call, trace_calls
 from tests.conftest import SHARED_DATA
 

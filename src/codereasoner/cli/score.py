@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from codereasoner import benchmarks
+from codereasoner.benchmarks import Metrics
 from codereasoner.cli.common import (
     DATA_DIR_OPTION,
     IsolationFlag,
@@ -33,7 +34,6 @@ from codereasoner.evaluation.core_metrics import report_lines as core_lines
 from codereasoner.evaluation.families import Family, ScoreOptions, ScoreOutcome, family_of
 from codereasoner.evaluation.generations import check_generations_path
 from codereasoner.evaluation.metrics import COPY_POLICIES
-from codereasoner.evaluation.report_reval import RevalReport
 from codereasoner.evaluation.reports import CoreReport, PassReport
 from codereasoner.evaluation.scoring import sample_results, write_results
 from codereasoner.execution import Executor, Limits
@@ -373,7 +373,7 @@ def _with_subset(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, 
 
 _PRINTERS: dict[str, Callable[[dict[str, Any], bool], None]] = {
     PassReport.kind: _emit(_print),
-    RevalReport.kind: _emit(print_reval),
+    Metrics.ACCURACY_CONSISTENCY: _emit(print_reval),
     CoreReport.kind: _emit_core,
 }
 

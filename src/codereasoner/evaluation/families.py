@@ -21,8 +21,7 @@ from typing import Any
 from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark, Metrics
 from codereasoner.evaluation.core_metrics import report as core_metrics_report
-from codereasoner.evaluation.generations import GenerationsError, read_generations
-from codereasoner.evaluation.report_reval import RevalReport, reval_report
+from codereasoner.evaluation.generations import read_generations
 from codereasoner.evaluation.reports import (
     CoreReport,
     PassReport,
@@ -30,13 +29,6 @@ from codereasoner.evaluation.reports import (
     core_report,
     pass_keys,
     pass_report,
-)
-from codereasoner.evaluation.reval_scoring import (
-    RevalScored,
-    read_reval_generations,
-    score_reval,
-    subset_hint,
-    subset_items,
 )
 from codereasoner.evaluation.score_options import ScoreOptions, ScoreOutcome
 from codereasoner.evaluation.scoring import (
@@ -83,7 +75,7 @@ class Family:
     """One metric family; subclasses override :meth:`grade` and :meth:`report`."""
 
     name: str = ""
-    report_type: type[PassReport] | type[RevalReport] | type[CoreReport] = PassReport
+    report_type: Any = PassReport  # the family's report dataclass (from_dict, metrics, ...)
     uses_grading: bool = True  # --grading applies (else: its own rule)
     strict_report: bool = True  # --strict-report applies (with uses_grading)
     uses_sandbox: bool = True  # answers may run in the sandbox: --timeout applies
@@ -213,76 +205,6 @@ class PassAtK(Family):
         )
 
 
-class Reval(Family):
-    name = RevalReport.kind
-    report_type = RevalReport
-    strict_report = False
-    pass_at_k = False
-    marker_keys = ("avg_acc", "by_source")
-    reads_folders = True
-
-    def grade(
-        self,
-        bench: Benchmark,
-        items: Sequence[Item],
-        answers: Mapping[str, Sequence[Extracted]],
-        pool: PoolOpener,
-        grading: Grading,
-        limits: Limits,
-        memo: Memo | None = None,
-    ) -> dict[str, list[Score]]:
-        return score_reval(items, answers, pool(), limits, grading, memo).scores
-
-    def score_file(
-        self, bench: Benchmark, items: Sequence[Item], options: ScoreOptions, pool: PoolOpener
-    ) -> ScoreOutcome:
-        """JSON Lines or REval's logs. With ``--subset``, the items of the groups
-        (``Benchmark.group``: a program and input, as ``eval --limit`` keeps them) the file
-        answers; every kind it gives must be whole in each."""
-        chosen = subset_items(bench, options.generations, list(items)) if options.subset else items
-        try:
-            found = read_reval_generations(options.generations, chosen, options.extract)
-        except GenerationsError as exc:
-            hint = (
-                ""
-                if options.subset
-                else subset_hint(bench, options.generations, list(items), options.extract)
-            )
-            raise GenerationsError(str(exc) + hint) from None
-        started = time.perf_counter()
-        scores = self.grade(bench, chosen, found.answers, pool, options.grading, options.limits)
-        report = reval_report(
-            bench,
-            RevalScored(list(chosen), scores),
-            found.logged,
-            options.style,
-            options.extraction,
-            generations=str(options.generations),
-            fmt=found.format,
-            elapsed=time.perf_counter() - started,
-        )
-        warning = parse_failure_warning(bench, scores, found.format)
-        return ScoreOutcome(report, scores, warnings=[warning] if warning else [])
-
-    def report(
-        self,
-        bench: Benchmark,
-        items: Sequence[Item],
-        scores: Mapping[str, list[Score]],
-        run: RunReport,
-    ) -> Report:
-        return reval_report(
-            bench,
-            RevalScored(list(items), dict(scores)),
-            {},
-            run.style,
-            run.extraction,
-            generations=run.generations,
-            fmt=run.format,
-            elapsed=run.elapsed,
-        )
-
-
 class Core(Family):
     name = CoreReport.kind
     report_type = CoreReport
@@ -361,9 +283,11 @@ def reasons(scores: Mapping[str, Sequence[Score]]) -> dict[str, int]:
 
 
 FAMILIES: Registry[Family] = Registry("metric family")
-for _family in (PassAtK(), Reval(), Core()):
-    FAMILIES.register(_family)
-del _family
+FAMILIES.register(PassAtK())
+# A benchmark family with a folder of its own (codereasoner/families/) sits above this layer: its
+# metric family is named here and imported on first use.
+FAMILIES.register_lazy(Metrics.ACCURACY_CONSISTENCY, "codereasoner.families.reval.family:FAMILY")
+FAMILIES.register(Core())
 
 
 def family_of(bench: Benchmark) -> Family:

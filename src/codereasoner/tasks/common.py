@@ -5,7 +5,7 @@
 - :class:`RevalKind`: ``prompt`` and ``extract`` of the four REval task kinds, which differ
   only in their template, their extraction functions and their failure message (the rules all
   four share, an unfinished CoT and the ``[ANSWER]`` tags, are in each kind's functions, see
-  :mod:`codereasoner.tasks.reval_extraction`);
+  :mod:`codereasoner.families.reval.extraction`);
 - :func:`found_or_failure`, :func:`robust_answer` and :func:`anti_copy_grader`: the extraction
   and grading steps the CRUXEval-style kinds repeat (:func:`robust_answer`: the robust rules on
   the whole text, or on the last ``<Answer>`` block under ``Extraction.ANSWER_TAG``).

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codereasoner.evaluation.families import load_report
-from codereasoner.evaluation.report_reval import REVAL_METRICS
+from codereasoner.evaluation.families import FAMILIES, load_report
 from codereasoner.evaluation.reports import (
     ACCURACY_CONSISTENCY,
     CORE_METRICS,
@@ -45,15 +44,21 @@ __all__ = [
     "PASSK",
     "PERCENT",
     "REVAL",
-    "REVAL_METRICS",
     "Breakdown",
     "Metric",
     "pass_keys",
+    "reval_metrics",
 ]
 
 
 class ReportDataError(ValueError):
     """A run store that cannot be read; the message is one line naming the file and the fault."""
+
+
+def reval_metrics() -> tuple[tuple[str, str, str | None, str], ...]:
+    """REval's metric rows ``(label, report key, inner key, unit)``, from its metric family."""
+    rows: tuple[tuple[str, str, str | None, str], ...] = FAMILIES[REVAL].report_type.METRICS
+    return rows
 
 
 @dataclass(frozen=True)

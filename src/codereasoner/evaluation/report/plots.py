@@ -27,12 +27,12 @@ from codereasoner.evaluation.report.data import (
     FRACTION,
     PASSK,
     REVAL,
-    REVAL_METRICS,
     BenchmarkResult,
     Metric,
     Run,
     benchmark_names,
     pass_keys,
+    reval_metrics,
 )
 from codereasoner.evaluation.report.table3 import headline_metrics
 
@@ -369,7 +369,7 @@ def reval_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> st
 
 def reval_figure(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> Figure | None:
     """REval accuracies per kind (fractions), bars per run (runs without it left out)."""
-    kinds = [label for label, _, _, unit in REVAL_METRICS if unit == FRACTION]
+    kinds = [label for label, _, _, unit in reval_metrics() if unit == FRACTION]
     present = _holding(runs, labels, benchmark, REVAL)
     series = [(label, [result.metric(kind) for kind in kinds]) for _, label, result in present]
     if all(metric is None or metric.value is None for _, metrics in series for metric in metrics):

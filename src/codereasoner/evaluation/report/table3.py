@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
+from codereasoner.evaluation.families import FAMILIES
 from codereasoner.evaluation.report.compare import Comparison, compare
 from codereasoner.evaluation.report.data import (
     CORE,
     FRACTION,
     PASSK,
     REVAL,
-    REVAL_METRICS,
     BenchmarkResult,
     Metric,
     ReportDataError,
@@ -29,7 +29,6 @@ from codereasoner.evaluation.report.data import (
     best_values,
     run_labels,
 )
-from codereasoner.evaluation.reval_scoring import KINDS as REVAL_KINDS
 
 __all__ = [
     "LAYOUTS",
@@ -49,11 +48,14 @@ LAYOUTS = ("benchmarks", "table3")  # the default first
 CORE_HEADLINE = "I"
 PROBE_HEADLINE = "Ws"  # CoRE's probe benchmarks score the trace statements only
 # one accuracy per REval question kind (coverage: accuracy, not F1)
-REVAL_COLUMNS = tuple(
-    label
-    for label, key, inner, unit in REVAL_METRICS
-    if key in REVAL_KINDS and inner in (None, "acc") and unit == FRACTION
-)
+
+
+def reval_columns() -> tuple[str, ...]:
+    """One accuracy per REval question kind (coverage: accuracy, not F1), from its family."""
+    labels: tuple[str, ...] = FAMILIES[REVAL].report_type.ACCURACY_LABELS
+    return labels
+
+
 MISSING_MARK = "*"
 
 
@@ -189,7 +191,7 @@ def headline_metrics(result: BenchmarkResult) -> list[tuple[str, Metric | None]]
         first = min(ks, key=lambda m: int(m.name.removeprefix("pass@")), default=None)
         return [(first.name, first)] if first else []
     if result.kind == REVAL:
-        return [(label, result.metric(label)) for label in REVAL_COLUMNS]
+        return [(label, result.metric(label)) for label in reval_columns()]
     if result.kind == CORE:
         headline = result.metric(CORE_HEADLINE)
         if headline is None or headline.value is None:  # probes: no invariance, only Ws

@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from codereasoner.benchmarks.reval_programs import setup_text, test_classes
-from codereasoner.benchmarks.reval_truth import Pair, PairTruth
+from codereasoner.families.reval.programs import setup_text, test_classes
+from codereasoner.families.reval.truth import Pair, PairTruth
 from codereasoner.tasks import Item
 
 __all__ = ["OUTPUT_HEADER", "build_items", "reference_answer"]

@@ -11,7 +11,7 @@ and a bytearray as bytes, a class as its qualified name, a date as its ISO text)
 with the truth (upstream's ``_eq``) happens here, in the parent.
 
 Answers whose value is a Python literal and whose type is a builtin class name are read in the
-parent (:mod:`codereasoner.tasks.state_answers`): ``eval`` gives exactly the parsed value there.
+parent (:mod:`codereasoner.families.reval.state_answers`): ``eval`` gives exactly the parsed value there.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Any
 from codereasoner import values
 from codereasoner.execution import Call, ExecResult, Program, Status
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
+from codereasoner.families.reval.state_answers import BUILTIN_CLASSES, TypeName, equal_values
 from codereasoner.tasks.base import Item, Reason, Score
 from codereasoner.tasks.grading import is_python_literal
 from codereasoner.tasks.plans import Job, verdict
-from codereasoner.tasks.state_answers import BUILTIN_CLASSES, TypeName, equal_values
 
 __all__ = ["STATE_ENTRY", "decided_in_parent", "state_job"]
 

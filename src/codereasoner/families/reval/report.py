@@ -18,8 +18,8 @@ from codereasoner.evaluation.reports import (
     Metric,
     number,
 )
-from codereasoner.evaluation.reval_metrics import CoverageCounts
-from codereasoner.evaluation.reval_scoring import KINDS, RevalScored
+from codereasoner.families.reval.metrics import CoverageCounts
+from codereasoner.families.reval.scoring import KINDS, RevalScored
 from codereasoner.tasks import Extraction, Item, Style
 
 __all__ = ["REVAL_KEYS", "REVAL_METRICS", "RevalReport", "reval_report"]
@@ -39,6 +39,13 @@ REVAL_KEYS = ("coverage", "state", "path", "output", "avg_acc", "consistency")
 @dataclass(frozen=True)
 class RevalReport:
     kind: ClassVar[str] = ACCURACY_CONSISTENCY
+    # What the HTML report and table3 draw, read through the metric family (never imported)
+    METRICS: ClassVar[tuple[tuple[str, str, str | None, str], ...]] = REVAL_METRICS
+    ACCURACY_LABELS: ClassVar[tuple[str, ...]] = tuple(  # one accuracy per question kind
+        label
+        for label, key, inner, unit in REVAL_METRICS
+        if key in KINDS and inner in (None, "acc") and unit == FRACTION
+    )
 
     benchmark: str
     style: str

@@ -1,19 +1,24 @@
 """State (REval PSP): the value and type of a variable after line N, ``value; type`` or Nil.
 
 Official grading reads an answer as upstream does, its value evaluated in the sandbox where the
-parent's parser cannot be sure of what ``eval`` gives (:mod:`codereasoner.tasks.state_official`);
-strict grading parses it and never evaluates it (:mod:`codereasoner.tasks.state_answers`).
+parent's parser cannot be sure of what ``eval`` gives (:mod:`codereasoner.families.reval.state_official`);
+strict grading parses it and never evaluates it (:mod:`codereasoner.families.reval.state_answers`).
 """
 
 from __future__ import annotations
 
-from codereasoner.tasks import reval_extraction as rx
+from codereasoner.families.reval import extraction as rx
+from codereasoner.families.reval.state_answers import (
+    StateError,
+    parse_state,
+    state_parts,
+    state_verdict,
+)
+from codereasoner.families.reval.state_official import decided_in_parent, state_job
 from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
 from codereasoner.tasks.common import Grade, RevalKind
 from codereasoner.tasks.oracle import NoOracleAnswer, style_name, tagged
 from codereasoner.tasks.plans import Job, verdict
-from codereasoner.tasks.state_answers import StateError, parse_state, state_parts, state_verdict
-from codereasoner.tasks.state_official import decided_in_parent, state_job
 
 __all__ = ["State"]
 
@@ -67,3 +72,6 @@ class State(RevalKind):
             return verdict(item, sample, text, reason, why)
 
         return grade
+
+
+KIND = State()  # registered by name in codereasoner.tasks.registry

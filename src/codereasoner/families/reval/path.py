@@ -6,7 +6,7 @@ count), ``-1`` stays ``-1``; it is right when one of those numbers is an expecte
 
 from __future__ import annotations
 
-from codereasoner.tasks import reval_extraction as rx
+from codereasoner.families.reval import extraction as rx
 from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
 from codereasoner.tasks.common import Grade, RevalKind
 from codereasoner.tasks.oracle import NoOracleAnswer, style_name, tagged
@@ -57,3 +57,6 @@ class PathPrediction(RevalKind):
             return verdict(item, sample, text, reason, f"lines {said}, expected {expected}")
 
         return grade
+
+
+KIND = PathPrediction()  # registered by name in codereasoner.tasks.registry

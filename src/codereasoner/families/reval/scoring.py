@@ -26,14 +26,14 @@ from typing import Any
 
 from codereasoner import tasks
 from codereasoner.benchmarks import Benchmark
-from codereasoner.benchmarks.reval import KINDS, LIMITS
 from codereasoner.evaluation.generations import GenerationsError
-from codereasoner.evaluation.reval_metrics import (
+from codereasoner.execution import Executor, Limits
+from codereasoner.families.reval.benchmark import KINDS, LIMITS
+from codereasoner.families.reval.metrics import (
     accuracy,
     coverage_counts,
     incremental_consistency,
 )
-from codereasoner.execution import Executor, Limits
 from codereasoner.tasks import Answer, Extracted, Grading, Item, Reason, Score, run_plans
 from codereasoner.tasks.plans import Memo
 

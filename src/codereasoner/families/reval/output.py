@@ -32,7 +32,7 @@ from typing import Any
 
 from codereasoner import values
 from codereasoner.execution import Call, ExecResult, Program, Status
-from codereasoner.tasks import reval_extraction as rx
+from codereasoner.families.reval import extraction as rx
 from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
 from codereasoner.tasks.common import Grade, RevalKind
 from codereasoner.tasks.grading import PLAIN_FUNCTION, PLAIN_PREAMBLE, is_python_literal
@@ -413,3 +413,6 @@ def _finish(item: Item, sample: int, text: str) -> Callable[[ExecResult], Score]
         return verdict(item, sample, text, reason, result.describe())
 
     return finish
+
+
+KIND = RevalOutput()  # registered by name in codereasoner.tasks.registry

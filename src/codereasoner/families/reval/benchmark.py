@@ -19,13 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from codereasoner.benchmarks import reval_programs, reval_truth, reval_vars
 from codereasoner.benchmarks.cache import DataUnavailable, Source, cache_root, sha256_file
 from codereasoner.benchmarks.records import read_jsonl
-from codereasoner.benchmarks.reval_items import build_items
-from codereasoner.benchmarks.reval_programs import case_program, test_classes
-from codereasoner.benchmarks.reval_truth import GT_LIMITS, Pair, PairTruth, TruthError
-from codereasoner.benchmarks.reval_truth import compute_truth as _compute
 from codereasoner.benchmarks.spec import Benchmark, Clock, Metrics, Stops
 from codereasoner.execution import (
     Executor,
@@ -35,6 +30,13 @@ from codereasoner.execution import (
     plan_isolation,
     sandboxed,
 )
+from codereasoner.families.reval import programs as reval_programs
+from codereasoner.families.reval import truth as reval_truth
+from codereasoner.families.reval import vars as reval_vars
+from codereasoner.families.reval.items import build_items
+from codereasoner.families.reval.programs import case_program, test_classes
+from codereasoner.families.reval.truth import GT_LIMITS, Pair, PairTruth, TruthError
+from codereasoner.families.reval.truth import compute_truth as _compute
 from codereasoner.files import parse_json, write_atomic
 from codereasoner.tasks import Extraction, Item
 
@@ -275,3 +277,4 @@ BENCHMARKS = (
         group_by=("task_id", "input_idx"),
     ),
 )
+BENCHMARK = BENCHMARKS[0]  # registered by name in codereasoner.benchmarks

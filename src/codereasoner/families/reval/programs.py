@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from codereasoner.benchmarks import reval_vars
 from codereasoner.execution import Program
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
-from codereasoner.tasks.reval_output import without_main_guard
+from codereasoner.families.reval import vars as reval_vars
+from codereasoner.families.reval.output import without_main_guard
 
 __all__ = [
     "CASE_ENTRY",

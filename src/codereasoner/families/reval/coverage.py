@@ -5,7 +5,7 @@ Graded in the parent against the traced coverage; no sandbox work.
 
 from __future__ import annotations
 
-from codereasoner.tasks import reval_extraction as rx
+from codereasoner.families.reval import extraction as rx
 from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
 from codereasoner.tasks.common import Grade, RevalKind
 from codereasoner.tasks.oracle import style_name, tagged
@@ -34,3 +34,6 @@ class Coverage(RevalKind):
             return verdict(item, sample, text, reason, f"expected {'YES' if expected else 'NO'}")
 
         return grade
+
+
+KIND = Coverage()  # registered by name in codereasoner.tasks.registry

@@ -36,14 +36,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codereasoner import values
-from codereasoner.benchmarks.reval_programs import (
+from codereasoner.execution import Batch, Call, Executor, Limits, TraceOptions
+from codereasoner.families.reval.programs import (
     CASE_ENTRY,
     PROBE_ENTRY,
     pair_program,
     probe_program,
 )
-from codereasoner.benchmarks.reval_vars import node_values
-from codereasoner.execution import Batch, Call, Executor, Limits, TraceOptions
+from codereasoner.families.reval.vars import node_values
 from codereasoner.trace import ExecutionTrace, TracedCall, trace_batches
 
 __all__ = [
