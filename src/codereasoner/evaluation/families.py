@@ -286,7 +286,9 @@ FAMILIES: Registry[Family] = Registry("metric family")
 FAMILIES.register(PassAtK())
 # A benchmark family with a folder of its own (codereasoner/families/) sits above this layer: its
 # metric family is named here and imported on first use.
-FAMILIES.register_lazy(Metrics.ACCURACY_CONSISTENCY, "codereasoner.families.reval.family:FAMILY")
+FAMILIES.register_lazy(
+    Metrics.ACCURACY_CONSISTENCY.value, "codereasoner.families.reval.family:FAMILY"
+)
 FAMILIES.register(Core())
 
 
