@@ -15,9 +15,10 @@ import json
 import math
 import pickle
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,8 +66,26 @@ def advantages(totals: Sequence[float]) -> list[float]:
     return [(total - mean) / (std + 1e-4) for total in totals]
 
 
+@pytest.fixture
+def reward() -> Iterator[Callable[[str, Any], None]]:
+    """Replaces a registered reward for one test; the registry gets its own back after it."""
+    saved: dict[str, Any] = {}
+
+    def swap(name: str, factory: Any) -> None:
+        saved.setdefault(name, REWARDS.get_entry(name))
+        REWARDS.put(name, factory)
+
+    yield swap
+    for name, factory in saved.items():
+        REWARDS.put(name, factory)
+
+
 def test_a_sandbox_failure_is_masked_whatever_the_other_terms(
-    tiny_model: Path, pool: Pool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_model: Path,
+    pool: Pool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reward: Callable[[str, Any], None],
 ) -> None:
     (tmp_path / "masking_ranked.py").write_text(  # a module name no other test imports
         f"def ranked(completions, **kwargs):\n    return {RANKED!r}[: len(completions)]\n"
@@ -75,7 +94,7 @@ def test_a_sandbox_failure_is_masked_whatever_the_other_terms(
     data = tmp_path / "grpo.jsonl"
     data.write_text(json.dumps(ROW) + "\n", encoding="utf-8")
     code = SandboxFailsOnFirst(pool)
-    monkeypatch.setitem(REWARDS, "code_reasoning", lambda context: code)
+    reward("code_reasoning", lambda context: code)
     overrides = [
         f"model_name_or_path={tiny_model}", f"dataset={data}", f"output_dir={tmp_path / 'out'}",
         "rewards=[process,masking_ranked.ranked,code_reasoning]", "reward_weights=[1.0,1.0,1.0]",
@@ -99,7 +118,10 @@ def test_a_sandbox_failure_is_masked_whatever_the_other_terms(
 
 
 def test_every_term_abstains_where_the_code_reward_does_and_pickles(
-    pool: Pool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pool: Pool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reward: Callable[[str, Any], None],
 ) -> None:
     from trl.trainer.utils import get_callable_name, is_async_callable
 
@@ -123,7 +145,7 @@ def test_every_term_abstains_where_the_code_reward_does_and_pickles(
         assert [f.code is functions[3] for f in functions if f is not functions[3]] == [True] * 5
     assert [is_async_callable(f) for f in real] == [False] * 5 + [True]
 
-    monkeypatch.setitem(REWARDS, "code_reasoning", lambda context: SandboxFailsOnFirst(pool))
+    reward("code_reasoning", lambda context: SandboxFailsOnFirst(pool))
     functions = build_rewards(recipe.train.rewards, context, "recipe")
     columns = {key: [value] * 4 for key, value in ROW.items() if key != "prompt"}
     kwargs = {
