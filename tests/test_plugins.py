@@ -24,6 +24,7 @@ PLUGIN = textwrap.dedent(
     from codereasoner.benchmarks import Benchmark, Stops
     from codereasoner.benchmarks.cache import LOCAL, Source
     from codereasoner.benchmarks.records import read_jsonl
+    from codereasoner.models import BackendType, Completion
     from codereasoner.tasks import Item, OutputPrediction
 
     PROMPT = "TOY PROMPT. Complete the assertion.\\n{code}\\nassert f({input}) == "
@@ -69,6 +70,31 @@ PLUGIN = textwrap.dedent(
         ]
 
 
+    class Constant:
+        """A backend that gives every prompt the same answer (spec const:TEXT)."""
+
+        def __init__(self, text):
+            self.text = text
+
+        @property
+        def model_id(self):
+            return f"const:{self.text}"
+
+        def preflight(self):
+            """Nothing to check."""
+
+        def generate(self, requests, on_result):
+            for index, request in enumerate(requests):
+                on_result(index, [Completion(sample, self.text) for sample in request.samples])
+
+        def close(self):
+            """Nothing to release."""
+
+
+    BACKEND = BackendType("const", "toyplugin:Constant", "the same answer to every prompt",
+                          form="TEXT")
+
+
     # A prompt of its own with a built-in task kind: one declaration, no class.
     PROMPTED = Benchmark(
         **{**BENCHMARK.__dict__, "name": "toy-prompted", "tasks": ("output_prediction",),
@@ -83,6 +109,9 @@ toy_output = toyplugin:KIND
 [codereasoner.benchmarks]
 toy-own = toyplugin:BENCHMARK
 toy-prompted = toyplugin:PROMPTED
+
+[codereasoner.backends]
+const = toyplugin:BACKEND
 """
 ROWS = [
     {"id": "toy_0", "code": "def f(x):\n    return x * 2", "input": "21", "output": "42"},
@@ -156,3 +185,15 @@ def test_a_broken_plugin_is_one_line_naming_it(tmp_path: Path) -> None:
     (line,) = [line for line in done.stderr.splitlines() if line.strip()]
     assert line.startswith("error: plugin toy-own = toyplugin:MISSING") and "toyplugin" in line
     assert "cannot be loaded" in line
+
+
+def test_an_installed_backend_answers_an_eval(site: Path, tmp_path: Path) -> None:
+    data, run = tmp_path / "data", tmp_path / "run"
+    done = cli(site, "eval", "--model", "const:42", "--bench", "toy-prompted", "--data-dir", data,
+               "--out", run, "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)["reports"]["toy-prompted"]
+    assert report["pass@1"] == pytest.approx(100 / 3)  # "42" is toy_0's output only
+    with sqlite3.connect(run / "run.sqlite") as store:
+        texts = {text for (text,) in store.execute("SELECT text FROM completions")}
+    assert texts == {"42"}
