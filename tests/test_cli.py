@@ -10,12 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import Ran, invoke
-
-
-def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Ran:
-    """``codereasoner ARGS`` (in this process), with ``env`` added to the environment."""
-    return invoke(*args, cwd=cwd, env=env)
+from tests.commands import invoke as cli
 
 
 @pytest.fixture

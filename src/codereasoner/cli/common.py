@@ -277,7 +277,7 @@ def emit_report(report: dict, as_json: bool, show: Callable[[dict], None]) -> No
 
 
 # Settings whose flag is not their name in dashes (``timeout_s`` is set by ``--timeout``).
-FLAG_NAMES = {"timeout_s": "--timeout", "k": "--k"}
+FLAG_NAMES = {"timeout_s": "--timeout"}
 
 
 def flag_of(setting: str) -> str:

@@ -142,40 +142,34 @@ def synth_command(
     from codereasoner.models import BackendError, SpecError
     from codereasoner.settings import SettingError
     from codereasoner.synth.decontam import DEFAULT_RULE, Decontamination, check_rule
-    from codereasoner.synth.pipeline import SynthConfig, check_synth_settings, make_source, run
+    from codereasoner.synth.pipeline import SynthConfig, make_source, run
     from codereasoner.synth.writer import OutputError, SettingsChanged
 
     given = check_generator(generator, generator_options)
-    try:
-        check_synth_settings(
-            n=n, mutants=mutants, max_output_chars=max_output_chars, workers=workers
+    try:  # the configuration checks its own settings
+        config = SynthConfig(
+            out=out,
+            n=n,
+            seed=seed,
+            generator=generator,
+            generator_options=given,
+            max_output_chars=max_output_chars,
+            mutants=mutants,
+            mutant_tries=max(2 * mutants, mutants),
+            workers=workers,
+            executor=executor,
+            chunk_size=chunk_size,
         )
+        check_rule(decontam_rule)
     except SettingError as exc:
         fail(flag_message(exc))
     check_executor(executor)
     if data_dir is not None and not data_dir.is_dir():
         fail(f"--data-dir {data_dir}: not a directory")
     check_folder("--out", out)
-    try:
-        check_rule(decontam_rule)
-    except SettingError as exc:
-        fail(flag_message(exc))
     if no_decontam and (data_dir is not None or decontam_rule is not None):
         conflict = "--data-dir" if data_dir is not None else "--decontam-rule"
         fail(f"--no-decontam and {conflict} contradict each other: give one of them")
-    config = SynthConfig(
-        out=out,
-        n=n,
-        seed=seed,
-        generator=generator,
-        generator_options=given,
-        max_output_chars=max_output_chars,
-        mutants=mutants,
-        mutant_tries=max(2 * mutants, mutants),
-        workers=workers,
-        executor=executor,
-        chunk_size=chunk_size,
-    )
     progress = LineProgress(
         TextColumn("synth"),
         BarColumn(),

@@ -38,7 +38,6 @@ from codereasoner.synth.decontam import DEFAULT_RULE, Decontamination, check_rul
 from codereasoner.synth.pipeline import (
     Summary,
     SynthConfig,
-    check_synth_settings,
     make_source,
     run,
 )
@@ -83,7 +82,6 @@ def synthesize(
 ) -> Summary:
     """Synthesize execution cases into ``out`` as ``codereasoner synth`` does (same defaults);
     ``decontaminate=False`` is ``--no-decontam``. Returns the run's summary."""
-    check_synth_settings(n=n, mutants=mutants, max_output_chars=max_output_chars, workers=workers)
     check_rule(decontam_rule)
     folder = None if data_dir is None else Path(data_dir)
     options = _generator_options(generator, generator_options or {})

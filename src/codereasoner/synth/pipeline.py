@@ -106,7 +106,7 @@ class SynthConfig:
     max_steps: int = 10_000
 
     def __post_init__(self) -> None:
-        check_synth_settings(
+        _check_counts(
             n=self.n,
             mutants=self.mutants,
             max_output_chars=self.max_output_chars,
@@ -116,9 +116,7 @@ class SynthConfig:
         check_at_least(1, chunk_size=self.chunk_size)
 
 
-def check_synth_settings(
-    *, n: int, mutants: int, max_output_chars: int, workers: int | None
-) -> None:
+def _check_counts(*, n: int, mutants: int, max_output_chars: int, workers: int | None) -> None:
     """A SettingError for the first of synth's counts that cannot be used."""
     check_at_least(1, "a positive number of candidates", n=n)
     check_at_least(0, "0 or more", mutants=mutants)
