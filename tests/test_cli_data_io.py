@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codereasoner.benchmarks.livecodebench import (
+from codereasoner.cli import app
+from codereasoner.families.livecodebench.benchmark import (
     EXECUTION_REVISION,
     SPLIT_PATTERN,
     TEST_GENERATION_REVISION,
 )
-from codereasoner.cli import app
 from codereasoner.models.replay_server import ReplayProcess
 from tests.benchmarks.test_cache import (
     LCB_ROWS,

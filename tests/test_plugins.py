@@ -30,18 +30,6 @@ PLUGIN = textwrap.dedent(
     PROMPT = "TOY PROMPT. Complete the assertion.\\n{code}\\nassert f({input}) == "
 
 
-    class ToyKind(OutputPrediction):
-        """CRUXEval's answers and grading, the toy's own prompt."""
-
-        def __init__(self):
-            super().__init__("cruxeval")
-            self.name = "toy_output"
-            self.styles = self.styles[:1]
-
-        def prompt(self, item, style="direct"):
-            return PROMPT.format(**item.fields)
-
-
     def parse(paths):
         rows = read_jsonl(paths["toy.jsonl"], {"id": str, "code": str, "input": str, "output": str})
         return [
@@ -51,7 +39,8 @@ PLUGIN = textwrap.dedent(
         ]
 
 
-    KIND = ToyKind()
+    # output prediction read and graded as CRUXEval-O is, with the toy's own prompt
+    KIND = OutputPrediction("toy_output", {"direct": PROMPT})
     BENCHMARK = Benchmark(
         name="toy-own", title="Toy with its own prompt", description="three tiny functions",
         tasks=("toy_output",), dataset="toy-own",

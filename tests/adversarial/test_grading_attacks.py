@@ -19,9 +19,7 @@ from codereasoner.execution import Limits, Pool
 from codereasoner.tasks import (
     Answer,
     Grading,
-    InputPrediction,
     Item,
-    OutputPrediction,
     Reason,
     run_plans,
 )
@@ -73,7 +71,7 @@ def items() -> list[Item]:
 
 @pytest.mark.parametrize("name", list(FORGERIES))
 def test_forged_output_verdicts_are_wrong(pool: Pool, items: list[Item], name: str) -> None:
-    task = OutputPrediction("cruxeval")
+    task = tasks.get("output_prediction")
     plans = [task.plan(item, [Answer(FORGERIES[name]), Answer(item.truth)]) for item in items]
     for item, (forged, honest) in zip(items, run_plans(pool, plans, LIMITS), strict=True):
         assert not forged.correct, (item.id, forged)
@@ -83,7 +81,7 @@ def test_forged_output_verdicts_are_wrong(pool: Pool, items: list[Item], name: s
 
 def test_forged_input_verdicts_are_wrong(pool: Pool) -> None:
     items = benchmarks.get("cruxeval-i").load(CRUX)
-    task = InputPrediction()
+    task = tasks.get("input_prediction")
     answers = [
         f"f(0), {OK_TRUE}",
         f"f(0) == {OK_TRUE}",

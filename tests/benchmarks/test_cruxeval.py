@@ -9,8 +9,8 @@ import pytest
 
 from codereasoner import benchmarks
 from codereasoner.benchmarks.cache import DataUnavailable, sha256_file
-from codereasoner.benchmarks.cruxeval import SOURCE
 from codereasoner.execution import Pool
+from codereasoner.families.cruxeval.benchmark import SOURCE
 from codereasoner.tasks import OFFICIAL_LIMITS, run_plans, truth_jobs
 from tests.conftest import SHARED_DATA
 

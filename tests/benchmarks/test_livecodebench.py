@@ -11,14 +11,14 @@ import pytest
 from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks import cache
 from codereasoner.benchmarks.cache import DataUnavailable
-from codereasoner.benchmarks.livecodebench import (
+from codereasoner.execution import Limits, Pool
+from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
+from codereasoner.families.livecodebench.benchmark import (
     BASE_IMPORTS,
     EXECUTION_REVISION,
     SPLIT_PATTERN,
     TEST_GENERATION_REVISION,
 )
-from codereasoner.execution import Limits, Pool
-from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
 from codereasoner.tasks import Answer, ParseFailure, Reason, run_plans, truth_jobs
 from tests.benchmarks.test_cache import parquet_bytes
 

@@ -14,6 +14,7 @@ import pytest
 from codereasoner import benchmarks, tasks, values
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.execution import Call, Pool, Program
+from codereasoner.families.reval import TEMPLATES
 from codereasoner.families.reval import benchmark as reval
 from codereasoner.families.reval.programs import CASE_ENTRY, pair_program
 from codereasoner.families.reval.truth import (
@@ -27,7 +28,7 @@ from codereasoner.families.reval.truth import (
     run_probe,
     unique,
 )
-from codereasoner.tasks import Answer, Item, run_plans, template_sources
+from codereasoner.tasks import Answer, Item, run_plans
 from codereasoner.trace import trace_batches, trace_call
 from tests.conftest import SHARED_DATA
 
@@ -294,9 +295,9 @@ def test_registry_and_sources() -> None:
     assert bench.counts["items"] == 3 * 3152 + 690 and bench.dataset == "reval"
     assert [source.filename for source in bench.sources] == list(paths(FIXTURES))
     assert all(source.sha256 and reval.COMMIT in source.url for source in bench.sources)
-    sources = template_sources()
+    sources = TEMPLATES.sources()
     names = [
-        f"reval/{style}_{kind}.txt"
+        f"{style}_{kind}.txt"
         for style in ("direct", "cot")
         for kind in ("coverage", "state", "path", "output")
     ]

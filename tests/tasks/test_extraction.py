@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from codereasoner.tasks import Answer, InputPrediction, Item, OutputPrediction, ParseFailure
+from codereasoner import tasks
+from codereasoner.families.cruxeval import extraction as crux
+from codereasoner.families.livecodebench import extraction as lcb
+from codereasoner.tasks import Answer, Item, ParseFailure
 from codereasoner.tasks import extraction as ex
 
 # ---------------------------------------------------------------------------------------
@@ -41,7 +44,7 @@ def test_cruxeval_openai_path_uses_the_last_line_without_tags() -> None:
     text = "Let me think.\nThe function doubles.\n'abab'"
     assert ex.cruxeval_output(text, cot=True, openai=True) == "'abab'"
     assert ex.cruxeval_output(text, cot=True) == text.strip()  # HF path: the whole text
-    assert ex.cruxeval_input("thinking\nf(3)", cot=True, openai=True) == "f(3)"
+    assert crux.cruxeval_input("thinking\nf(3)", cot=True, openai=True) == "f(3)"
 
 
 @pytest.mark.parametrize(
@@ -56,7 +59,7 @@ def test_cruxeval_openai_path_uses_the_last_line_without_tags() -> None:
     ],
 )
 def test_cruxeval_input_upstream_rules(completion: str, cot: bool, expected: str) -> None:
-    assert ex.cruxeval_input(completion, cot=cot) == expected
+    assert crux.cruxeval_input(completion, cot=cot) == expected
 
 
 # ---------------------------------------------------------------------------------------
@@ -75,7 +78,7 @@ def test_cruxeval_input_upstream_rules(completion: str, cot: bool, expected: str
     ],
 )
 def test_lcb_execution_upstream_rules(completion: str, cot: bool, expected: str) -> None:
-    assert ex.lcb_execution(completion, cot=cot) == expected
+    assert lcb.lcb_execution(completion, cot=cot) == expected
 
 
 @pytest.mark.parametrize(
@@ -96,7 +99,7 @@ def test_lcb_execution_upstream_rules(completion: str, cot: bool, expected: str)
     ],
 )
 def test_lcb_test_output_upstream_rules(completion: str, codellama: bool, expected: str) -> None:
-    assert ex.lcb_test_output(completion, codellama=codellama) == expected
+    assert lcb.lcb_test_output(completion, codellama=codellama) == expected
 
 
 @pytest.mark.parametrize(
@@ -130,7 +133,7 @@ def test_lcb_test_output_upstream_rules(completion: str, codellama: bool, expect
     ],
 )
 def test_lcb_assert_rhs(prediction: str, expected: str) -> None:
-    assert ex.lcb_assert_rhs(prediction) == expected
+    assert lcb.lcb_assert_rhs(prediction) == expected
 
 
 # ---------------------------------------------------------------------------------------
@@ -211,14 +214,14 @@ def test_robust_call_wants_the_entry_point() -> None:
 
 
 def test_task_extract_modes() -> None:
-    output, given = OutputPrediction("cruxeval"), InputPrediction()
+    output, given = tasks.get("output_prediction"), tasks.get("input_prediction")
     item = Item("x", "cruxeval-o", "output_prediction", call="f('x')", truth="'a==b'")
     completion = "assert f('x') == 'a==b'\n"
     assert output.extract(item, completion) == Answer("'a")
     assert output.extract(item, completion, mode="robust") == Answer("'a==b'")
     assert isinstance(output.extract(item, "no idea", mode="robust"), ParseFailure)
     assert given.extract(item, "assert f('a==b') == 1", mode="robust") == Answer("f('a==b')")
-    lcb = OutputPrediction("livecodebench")
+    lcb = tasks.get("lcb_execution")
     assert (output.name, lcb.name) == ("output_prediction", "lcb_execution")
     assert lcb.extract(item, "assert g(a = 1) == [\n1]\n") == Answer("[")
     assert lcb.extract(item, "assert g(a = 1) == [\n1]\n", mode="robust") == Answer("[\n1]")

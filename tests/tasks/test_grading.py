@@ -18,9 +18,7 @@ from codereasoner.execution import Limits, Pool
 from codereasoner.tasks import (
     Answer,
     Grading,
-    InputPrediction,
     Item,
-    OutputPrediction,
     ParseFailure,
     Reason,
     run_plans,
@@ -46,7 +44,7 @@ def load(
 @pytest.mark.parametrize("grading", ["official", "strict"])
 def test_verdicts_match_hand_decided_ones(pool: Pool, task: str, grading: str) -> None:
     items, generations, expected = load(task)
-    kind = OutputPrediction("cruxeval") if task == "output" else InputPrediction()
+    kind = tasks.get("output_prediction") if task == "output" else tasks.get("input_prediction")
     plans = [kind.plan(item, [Answer(g) for g in generations[item.id]], grading) for item in items]
     for item, scores in zip(items, run_plans(pool, plans, FAST), strict=True):
         got = [None if s.skipped else s.correct for s in scores]
@@ -65,7 +63,7 @@ def test_verdicts_match_hand_decided_ones(pool: Pool, task: str, grading: str) -
 def test_reasons_explain_each_verdict(pool: Pool) -> None:
     items = load("output")[0]
     by_id = {item.id: item for item in items}
-    task = OutputPrediction("cruxeval")
+    task = tasks.get("output_prediction")
 
     def reason(item_id: str, answer: str, grading: str = "official") -> Reason:
         return task.score(by_id[item_id], Answer(answer), pool, grading).reason
@@ -100,7 +98,7 @@ def test_reasons_explain_each_verdict(pool: Pool) -> None:
 
 def test_literal_answers_need_no_sandbox() -> None:
     items, _, _ = load("output")
-    task = OutputPrediction("cruxeval")
+    task = tasks.get("output_prediction")
     assert task.score(items[0], Answer("[2, 6]")).correct
     assert not task.score(items[0], Answer("[2, 7]")).correct
     with pytest.raises(ValueError, match="needs a sandbox pool"):
@@ -111,7 +109,7 @@ def test_answer_text_never_runs_in_the_parent(pool: Pool, tmp_path: Path) -> Non
     items, _, _ = load("output")
     marker = tmp_path / "written-by-answer"
     answer = f"open({str(marker)!r}, 'w').write('x') and [2, 6]"
-    score = OutputPrediction("cruxeval").score(items[0], Answer(answer), pool)
+    score = tasks.get("output_prediction").score(items[0], Answer(answer), pool)
     assert not score.correct and not marker.exists()
 
 
@@ -119,14 +117,14 @@ def test_objects_claiming_equality_are_not_accepted(pool: Pool) -> None:
     """Upstream would pass this answer (its __eq__ says True); values are compared here."""
     items, _, _ = load("output")
     answer = "type('Eq', (), {'__eq__': lambda self, other: True})()"
-    score = OutputPrediction("cruxeval").score(items[0], Answer(answer), pool)
+    score = tasks.get("output_prediction").score(items[0], Answer(answer), pool)
     assert (score.correct, score.reason) == (False, Reason.NON_LITERAL_VALUE)
 
 
 def test_repeated_answers_are_graded_once_and_keep_their_sample_index(pool: Pool) -> None:
     items, _, _ = load("input")
     answers = [Answer("f([1, 3])"), Answer("f([3, 1])"), Answer("f([1, 3])"), Answer("f([1, 3])")]
-    plan = InputPrediction().plan(items[0], answers, Grading.OFFICIAL)
+    plan = tasks.get("input_prediction").plan(items[0], answers, Grading.OFFICIAL)
     assert len(plan.jobs) == 2 and plan.aliases == {2: 0, 3: 0}
     scores = run_plans(pool, [plan], FAST)[0]
     assert [(s.sample, s.correct) for s in scores] == [(0, True), (1, False), (2, True), (3, True)]

@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 
 from codereasoner import tasks
-from codereasoner.benchmarks import core, cruxeval, livecodebench
+from codereasoner.benchmarks import core
 from codereasoner.execution import Pool
+from codereasoner.families import cruxeval as cruxeval_family
+from codereasoner.families import livecodebench as lcb_family
+from codereasoner.families.cruxeval import benchmark as cruxeval
+from codereasoner.families.livecodebench import benchmark as livecodebench
 from codereasoner.families.reval import benchmark as reval
 from codereasoner.models.oracle import oracle_completion
 from codereasoner.tasks import Item, OutputPrediction, Score, TaskKind
@@ -51,9 +55,11 @@ def test_every_builtin_kind_is_registered_under_its_item_task() -> None:
         assert kind.name == name
         assert kind.styles, name
     execution = tasks.get("lcb_execution")
-    assert isinstance(execution, OutputPrediction) and execution.dialect == "livecodebench"
+    assert isinstance(execution, OutputPrediction)
+    assert execution.templates["cot"] == lcb_family.TEMPLATES.text("execution_cot.txt")
     crux = tasks.get("output_prediction")
-    assert isinstance(crux, OutputPrediction) and crux.dialect == "cruxeval"
+    assert isinstance(crux, OutputPrediction) and crux.styles == ("direct", "cot", "phind")
+    assert crux.templates["cot"] == cruxeval_family.TEMPLATES.text("output_cot.txt")
 
 
 def test_an_unknown_name_is_a_one_line_error_naming_the_known_ones() -> None:
@@ -71,19 +77,20 @@ def test_an_unknown_name_is_a_one_line_error_naming_the_known_ones() -> None:
 def test_a_taken_name_cannot_be_registered_again() -> None:
     registered = tasks.get("output_prediction")
     with pytest.raises(ValueError, match="'output_prediction' is already registered"):
-        tasks.register(OutputPrediction("cruxeval"))  # another object of the same name
+        tasks.register(
+            OutputPrediction("output_prediction", {"direct": "{code}"})
+        )  # another object
     tasks.register(registered)  # the same object again: nothing changes
     assert tasks.get("output_prediction") is registered
     assert tasks.names().count("output_prediction") == 1
-    nameless = OutputPrediction("cruxeval")
+    nameless = OutputPrediction("output_prediction", {"direct": "{code}"})
     nameless.name = ""
     with pytest.raises(ValueError, match="non-empty string name"):
         tasks.register(nameless)
 
 
 def test_a_registered_kind_serves_its_items_until_unregistered() -> None:
-    kind = OutputPrediction("cruxeval")
-    kind.name = "test_registry_echo"
+    kind = OutputPrediction("test_registry_echo", {"direct": "{code}"})
     item = Item("e", "echo", kind.name, program="def f(x):\n    return x", call="f(1)", truth="1")
     tasks.register(kind)
     try:

@@ -10,6 +10,7 @@ import pytest
 
 from codereasoner import tasks
 from codereasoner.execution import Pool
+from codereasoner.families.reval import TEMPLATES
 from codereasoner.families.reval import benchmark as reval
 from codereasoner.families.reval.items import build_items
 from codereasoner.families.reval.output import (
@@ -20,7 +21,7 @@ from codereasoner.families.reval.output import (
 from codereasoner.families.reval.path import PathPrediction, answer_lines
 from codereasoner.families.reval.state_answers import NIL, StateError, parse_state, state_verdict
 from codereasoner.families.reval.truth import PairTruth
-from codereasoner.tasks import Answer, Item, ParseFailure, Reason, run_plans, template
+from codereasoner.tasks import Answer, Item, ParseFailure, Reason, run_plans
 from tests.conftest import SHARED_DATA
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"
@@ -70,17 +71,17 @@ def items_without_truth(folder: Path) -> dict[str, Item]:
 
 def test_templates_are_byte_exact() -> None:
     for name, digest in HASHES.items():
-        text = template(f"reval/{name}.txt")
+        text = TEMPLATES.text(f"{name}.txt")
         assert hashlib.sha256(text.encode()).hexdigest() == digest, name
         assert text.endswith("[ANSWER]" if name.startswith("direct") else "[THOUGHT]"), name
-    assert "information.  Think step by step" in template("reval/cot_state.txt")
-    assert "so int(a) is 1. \n" in template("reval/cot_state.txt")
-    assert "self.x = []\n    \n    def f" in template("reval/direct_state.txt")
-    assert "    x*2\n        else:\n            return x\nf(3)\n" not in template(
-        "reval/cot_coverage.txt"
+    assert "information.  Think step by step" in TEMPLATES.text("cot_state.txt")
+    assert "so int(a) is 1. \n" in TEMPLATES.text("cot_state.txt")
+    assert "self.x = []\n    \n    def f" in TEMPLATES.text("direct_state.txt")
+    assert "    x*2\n        else:\n            return x\nf(3)\n" not in TEMPLATES.text(
+        "cot_coverage.txt"
     )
-    assert "return x\nf(3)" in template("reval/direct_coverage.txt")
-    assert "return x\n\nf(3)" in template("reval/cot_coverage.txt")
+    assert "return x\nf(3)" in TEMPLATES.text("direct_coverage.txt")
+    assert "return x\n\nf(3)" in TEMPLATES.text("cot_coverage.txt")
 
 
 def spec_block(title: str) -> str:

@@ -18,12 +18,11 @@ from pathlib import Path
 import pytest
 
 from codereasoner import tasks
-from codereasoner.benchmarks import livecodebench
 from codereasoner.execution import Call, Limits, Pool, Program, Status
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
-from codereasoner.tasks import Answer, Item, OutputPrediction, Reason, run_plans
-from codereasoner.tasks.input_prediction import InputPrediction
-from codereasoner.tasks.test_output import TestOutputPrediction
+from codereasoner.families.livecodebench import benchmark as livecodebench
+from codereasoner.families.livecodebench.test_output import TestOutputPrediction
+from codereasoner.tasks import Answer, Item, Reason, run_plans
 
 LIMITS = Limits(timeout_s=3.0, wall_timeout_s=3.0, memory_mb=1024)
 IMPORTS = (
@@ -116,7 +115,7 @@ def item(truth: str, index: int) -> Item:
 @pytest.fixture(scope="module")
 def graded(pool: Pool) -> list[tuple[str, str, bool, bool, Reason]]:
     cases = [*OUTPUT_CASES, *(("[0]", answer) for answer in DEVIATIONS)]
-    task = OutputPrediction("cruxeval")
+    task = tasks.get("output_prediction")
     items = [item(truth, index) for index, (truth, _) in enumerate(cases)]
     plans = [task.plan(it, [Answer(answer)]) for it, (_, answer) in zip(items, cases, strict=True)]
     scores = [s[0] for s in run_plans(pool, plans, LIMITS)]
@@ -153,7 +152,7 @@ def test_adversarial_answers_that_upstream_passes_are_refused_with_a_reason(
 
 def test_input_prediction_calls_returning_equal_values(pool: Pool) -> None:
     program = IMPORTS + "def f(kind):\n    return OrderedDict(a=1) if kind else Fraction(1, 3)\n"
-    task = InputPrediction()
+    task = tasks.get("input_prediction")
     answers = ["f(1)", "f(0)", "f(kind=1)", "f(*[1])"]
     truth = "{'a': 1}"
     it = Item("i", "cruxeval-i", "input_prediction", program=program, truth=truth, call="f(1)")

@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Iterator
 
 from codereasoner import tasks
-from codereasoner.benchmarks import cases, core, cruxeval, livecodebench
+from codereasoner.benchmarks import cases, core
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.spec import Benchmark, Clock, Metrics, Stops
 from codereasoner.registry import Registry, RegistryError
@@ -82,12 +82,16 @@ def get(name: str) -> Benchmark:
     return REGISTRY.get_entry(name)
 
 
-for _family in (cruxeval, livecodebench):
-    for _bench in _family.BENCHMARKS:
-        register(_bench)
 # A benchmark family with a folder of its own (codereasoner/families/) sits above this layer: its
-# declaration is named here and imported on first use.
-REGISTRY.register_lazy("reval", "codereasoner.families.reval.benchmark:BENCHMARK")
+# declarations are named here and imported on first use.
+for _name, _target in (
+    ("cruxeval-o", "cruxeval.benchmark:OUTPUT"),
+    ("cruxeval-i", "cruxeval.benchmark:INPUT"),
+    ("lcb-execution", "livecodebench.benchmark:EXECUTION_BENCHMARK"),
+    ("lcb-test-output", "livecodebench.benchmark:TEST_OUTPUT_BENCHMARK"),
+    ("reval", "reval.benchmark:BENCHMARK"),
+):
+    REGISTRY.register_lazy(_name, f"codereasoner.families.{_target}")
 for _family in (core, cases):
     for _bench in _family.BENCHMARKS:
         register(_bench)

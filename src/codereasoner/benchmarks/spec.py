@@ -17,7 +17,7 @@ from codereasoner import tasks
 from codereasoner.benchmarks.cache import FileStatus, Source, locate, status
 from codereasoner.execution import Limits
 from codereasoner.settings import SettingError
-from codereasoner.tasks import OFFICIAL_LIMITS, Extraction, Item, template
+from codereasoner.tasks import OFFICIAL_LIMITS, Extraction, Item
 
 __all__ = ["DIRECT_MAX_TOKENS", "REASONING_MAX_TOKENS", "Benchmark", "Clock", "Metrics", "Stops"]
 
@@ -81,7 +81,7 @@ class Benchmark:
     stops: Stops = Stops()
     # --max-tokens by prompt style when not given (a style not named: REASONING_MAX_TOKENS)
     max_tokens: Mapping[str, int] = field(default_factory=lambda: DIRECT_MAX_TOKENS)
-    system: str | None = None  # template of the system message, sent in chat mode only
+    system: str | None = None  # the system message, sent in chat mode only
     limits: Limits = OFFICIAL_LIMITS
     clock: Clock = Clock.WALL
     extraction: Extraction = Extraction.OFFICIAL  # the default
@@ -163,7 +163,7 @@ class Benchmark:
         return self.max_tokens.get(str(style), REASONING_MAX_TOKENS)
 
     def system_message(self, chat: bool) -> str | None:
-        return template(self.system).strip() if chat and self.system else None
+        return self.system.strip() if chat and self.system else None
 
     def choose_extraction(self, name: str | None) -> Extraction:
         """``name`` (None: the default); SettingError when unknown or not allowed here."""

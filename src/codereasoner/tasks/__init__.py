@@ -21,15 +21,14 @@ from codereasoner.tasks.base import (
     Score,
     Style,
     TaskKind,
+    Templates,
     template,
     template_sources,
 )
 from codereasoner.tasks.grading import truth_jobs
-from codereasoner.tasks.input_prediction import InputPrediction
 from codereasoner.tasks.output_prediction import OutputPrediction
 from codereasoner.tasks.plans import OFFICIAL_LIMITS, GradingPlan, run_plans
 from codereasoner.tasks.registry import get, names, register, unregister
-from codereasoner.tasks.test_output import TestOutputPrediction
 
 __all__ = [
     "OFFICIAL_LIMITS",
@@ -38,7 +37,6 @@ __all__ = [
     "Extraction",
     "Grading",
     "GradingPlan",
-    "InputPrediction",
     "Item",
     "OutputPrediction",
     "ParseFailure",
@@ -46,7 +44,7 @@ __all__ = [
     "Score",
     "Style",
     "TaskKind",
-    "TestOutputPrediction",
+    "Templates",
     "get",
     "names",
     "register",

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from codereasoner import values
@@ -199,22 +200,54 @@ class TaskKind(Protocol):
     def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str: ...
 
 
+@dataclass(frozen=True)
+class Templates:
+    """The official prompt templates of one package: byte-exact data files in its ``templates/``
+    folder, each listed in the folder's SOURCES.json with where it comes from (repository,
+    commit, file, function, fields, test vectors). A benchmark family's folder holds its own."""
+
+    package: str
+
+    def text(self, name: str) -> str:
+        """A template by its path in the folder, e.g. ``output_direct.txt``."""
+        return _template_text(self.package, name)
+
+    def fill(self, name: str, fields: Mapping[str, str]) -> str:
+        """Substitute ``{field}`` placeholders in one pass; values may contain braces."""
+        return self.text(name).format_map(dict(fields))
+
+    def sources(self) -> dict[str, Any]:
+        """Where each template comes from, by its path in the folder."""
+        text = self.folder().joinpath("SOURCES.json").read_text(encoding="utf-8")
+        return {key: value for key, value in json.loads(text).items() if not key.startswith("_")}
+
+    def folder(self) -> Traversable:
+        return resources.files(self.package).joinpath("templates")
+
+
 @cache
-def template(name: str) -> str:
-    """An official prompt template by relative path, e.g. ``cruxeval/output_direct.txt``."""
-    path = resources.files("codereasoner.tasks").joinpath("templates", *name.split("/"))
+def _template_text(package: str, name: str) -> str:
+    path = Templates(package).folder().joinpath(*name.split("/"))
     return path.read_bytes().decode("utf-8")
 
 
+# The templates of the task kinds defined in this package (CoRE's, by ``core/...`` paths).
+TEMPLATES = Templates("codereasoner.tasks")
+
+
+def template(name: str) -> str:
+    """One of this package's templates by relative path, e.g. ``core/output_direct.txt``."""
+    return TEMPLATES.text(name)
+
+
 def template_sources() -> dict[str, Any]:
-    """Where each template comes from (repository, commit, file, function, test vectors)."""
-    text = resources.files("codereasoner.tasks").joinpath("templates", "SOURCES.json").read_text()
-    return {key: value for key, value in json.loads(text).items() if not key.startswith("_")}
+    """Where each of this package's templates comes from."""
+    return TEMPLATES.sources()
 
 
 def fill(template_name: str, fields: Mapping[str, str]) -> str:
-    """Substitute ``{field}`` placeholders in one pass; values may contain braces."""
-    return template(template_name).format_map(dict(fields))
+    """One of this package's templates with its ``{field}`` placeholders substituted."""
+    return TEMPLATES.fill(template_name, fields)
 
 
 def check_style(style: StyleT | str, supported: tuple[StyleT, ...]) -> StyleT:

@@ -2,10 +2,6 @@
 
 - :class:`PlannedTask`: ``plan`` (one ``grade(sample, text)`` per item, built by the kind's
   :meth:`~PlannedTask.grader`) and ``score`` (the plan of one answer, run);
-- :class:`RevalKind`: ``prompt`` and ``extract`` of the four REval task kinds, which differ
-  only in their template, their extraction functions and their failure message (the rules all
-  four share, an unfinished CoT and the ``[ANSWER]`` tags, are in each kind's functions, see
-  :mod:`codereasoner.families.reval.extraction`);
 - :func:`found_or_failure`, :func:`robust_answer` and :func:`anti_copy_grader`: the extraction
   and grading steps the CRUXEval-style kinds repeat (:func:`robust_answer`: the robust rules on
   the whole text, or on the last ``<Answer>`` block under ``Extraction.ANSWER_TAG``).
@@ -13,7 +9,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -27,9 +22,6 @@ from codereasoner.tasks.base import (
     ParseFailure,
     Reason,
     Score,
-    Style,
-    check_style,
-    fill,
 )
 from codereasoner.tasks.grading import official_assertion
 from codereasoner.tasks.plans import GradingPlan, Job, build_plan, run_plans, verdict
@@ -111,40 +103,3 @@ class PlannedTask:
     ) -> Score:
         """One verdict: the plan for this one answer, run through ``pool``."""
         return run_plans(pool, [self.plan(item, [answer], grading)])[0][0]
-
-
-class RevalKind(PlannedTask):
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` for one REval task kind.
-
-    The template is ``reval/{style}_{name}.txt``; official extraction is ``official(text,
-    cot=...)``; robust extraction is ``robust(text)`` (:meth:`robust_for` when it needs the item)
-    and fails with ``missing`` when it finds nothing (or an empty answer); answer-tag extraction
-    is the robust one on the last ``<Answer>`` block.
-    """
-
-    name: str
-    styles = (Style.DIRECT, Style.COT)
-    missing: str
-    official: Callable[..., str]
-    robust: Callable[[str], str | None]
-
-    def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str:
-        return fill(f"reval/{check_style(style, self.styles).value}_{self.name}.txt", item.fields)
-
-    def extract(
-        self,
-        item: Item,
-        text: str,
-        style: Style | str = Style.DIRECT,
-        mode: Extraction | str = Extraction.OFFICIAL,
-    ) -> Extracted:
-        cot = check_style(style, self.styles) is Style.COT
-        chosen = Extraction(mode)
-        if chosen in ROBUST_MODES:
-            read = functools.partial(self.robust_for, item)
-            return robust_answer(text, chosen, read, self.missing, empty_ok=False)
-        return Answer(self.official(text, cot=cot))
-
-    def robust_for(self, item: Item, text: str) -> str | None:
-        """The robust answer (None: none); the kinds that read the item override this."""
-        return self.robust(text)

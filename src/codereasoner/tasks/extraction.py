@@ -1,6 +1,7 @@
 """Answer extraction: the upstream rules (quirks included) and the project's robust rules.
 
-Upstream functions restate docs/benchmark-rules.md (CRUXEval and LiveCodeBench answer extraction) and never
+The upstream rule here is CRUXEval-O's (docs/benchmark-rules.md), the default of every
+output-prediction kind; the other upstream rules are in their family folders. Upstream rules never
 fail: they return a string, possibly empty or unparsable, that grading then judges. The robust
 functions look for the asserted value the way a reader would (first ``[ANSWER]`` block, code
 fences removed, the ``assert ... == X`` statement parsed with :mod:`ast`, trailing prose cut) and
@@ -19,12 +20,9 @@ __all__ = [
     "answer_tag_block",
     "answer_tag_blocks",
     "between",
-    "cruxeval_input",
     "cruxeval_output",
     "find_assertion",
-    "lcb_assert_rhs",
-    "lcb_execution",
-    "lcb_test_output",
+    "last_line",
     "robust_call",
     "robust_value",
 ]
@@ -60,7 +58,8 @@ def between(text: str, marker: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def _last_line(text: str) -> str:
+def last_line(text: str) -> str:
+    """The last line, stripped (the OpenAI path's fallback answer)."""
     return text.rsplit("\n", 1)[-1].strip()
 
 
@@ -70,85 +69,10 @@ def cruxeval_output(completion: str, *, cot: bool = False, openai: bool = False)
     if cot and "[ANSWER]" in text:
         text = between(text, "[ANSWER]").strip()
     elif cot and openai:
-        return _last_line(text)
+        return last_line(text)
     if "==" in text:
         text = between(text, "==").strip()
     return text.strip()
-
-
-def cruxeval_input(completion: str, *, cot: bool = False, openai: bool = False) -> str:
-    """CRUXEval-I post-processing: the call before the first ``==``, ``assert f`` removed."""
-    text = completion
-    if cot and "[ANSWER]" in text:
-        text = between(text, "[ANSWER]").strip()
-    elif cot and openai:
-        return _last_line(text)
-    if "==" in text:
-        text = text.split("==", 1)[0].strip()
-    if "assert f" in text:
-        text = "f" + between(text, "assert f").strip()
-    return text.strip()
-
-
-def lcb_execution(completion: str, *, cot: bool = False) -> str:
-    """LiveCodeBench code-execution post-processing (``extract_execution_code``)."""
-    text = completion
-    if cot and "[ANSWER]" in text:
-        text = between(text, "[ANSWER]").strip()
-    if "==" in text:
-        text = between(text, "==").strip()
-    if "[/ANSWER]" in text:
-        text = text.split("[/ANSWER]", 1)[0].strip()
-    else:
-        text = text.split("\n", 1)[0].strip()
-    return text.strip()
-
-
-def lcb_test_output(completion: str, *, codellama: bool = False) -> str:
-    """LiveCodeBench test-output post-processing (``extract_test_output_code``); may be multi-line."""
-    lines = completion.split("\n")
-    asserts = [line for line in lines if line.startswith("assert")]
-    if asserts:
-        return asserts[-1]
-    if codellama:
-        fences = [i for i, line in enumerate(lines) if "PYTHON]" in line]
-    else:
-        opening = [i for i, line in enumerate(lines) if "```python" in line or "```Python" in line]
-        if opening:
-            start = opening[0]
-            fences = [start] + [i for i in range(start + 1, len(lines)) if "```" in lines[i]]
-        else:
-            fences = [i for i, line in enumerate(lines) if "```" in line]
-    if len(fences) < 2:
-        return ""
-    return "\n".join(lines[fences[0] + 1 : fences[1]])
-
-
-def lcb_assert_rhs(prediction: str) -> str:
-    """The right-hand side LiveCodeBench's test-output grader evaluates (§3.6 steps 1-3)."""
-    text = prediction
-    lines = text.splitlines()  # upstream's: \r, \x0b, \x0c, \x1c-\x1e, \x85, \u2028 and \u2029 too
-    if len(lines) > 1:
-        for line in lines:
-            if not line.startswith("#") and "assert" in line:
-                text = line
-                break
-    text = text.strip()
-    if "assert" not in text:
-        return text
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return "Invalid syntax"
-    if not tree.body:
-        return "Empty statement"
-    statement = tree.body[0]
-    if not isinstance(statement, ast.Assert):
-        return "Not an assert statement"
-    test = statement.test
-    if not isinstance(test, ast.Compare) or not isinstance(test.ops[0], ast.Eq):
-        return "Not an equality assertion"
-    return ast.get_source_segment(text, test.comparators[0]) or ""
 
 
 # ---------------------------------------------------------------------------------------

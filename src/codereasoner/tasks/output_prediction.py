@@ -1,11 +1,15 @@
 """Output prediction: given a program and a call, predict the returned value.
 
-CRUXEval-O (task kind ``output_prediction``) and LiveCodeBench code execution (``lcb_execution``)
-differ only in their templates, their upstream post-processing and the text the anti-copy rule
-looks for (both: the question's call).
+One kind per prompt dialect: CRUXEval-O (task kind ``output_prediction``) and LiveCodeBench code
+execution (``lcb_execution``) are two instances, declared in their family folders, which differ
+only in their templates, their upstream post-processing and nothing else (the anti-copy rule
+looks for the question's call in both). A benchmark of output questions with prompts of its own
+builds one more instance.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
 
 from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
@@ -16,7 +20,6 @@ from codereasoner.tasks.base import (
     Item,
     Style,
     check_style,
-    fill,
 )
 from codereasoner.tasks.common import (
     ROBUST_MODES,
@@ -28,36 +31,34 @@ from codereasoner.tasks.common import (
 from codereasoner.tasks.grading import strict_value
 from codereasoner.tasks.oracle import style_name, tagged, truth_text
 
-_NAMES = {"cruxeval": "output_prediction", "livecodebench": "lcb_execution"}
-_TEMPLATES = {
-    "cruxeval": {
-        Style.DIRECT: "cruxeval/output_direct.txt",
-        Style.COT: "cruxeval/output_cot.txt",
-        Style.PHIND: "cruxeval/output_phind.txt",
-    },
-    "livecodebench": {
-        Style.DIRECT: "livecodebench/execution_direct.txt",
-        Style.COT: "livecodebench/execution_cot.txt",
-    },
-}
+# upstream's post-processing of one completion: official(text, cot=..., openai=...)
+OfficialRule = Callable[..., str]
 
 
 class OutputPrediction(PlannedTask):
-    """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for one benchmark dialect
-    (``score``: literal answers need no pool, anything else runs in ``pool``); ``name`` is the
-    dialect's task kind: ``output_prediction`` (CRUXEval) or ``lcb_execution`` (LiveCodeBench)."""
+    """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` of one output-prediction
+    dialect (``score``: literal answers need no pool, anything else runs in ``pool``).
 
-    def __init__(self, dialect: str = "cruxeval") -> None:
-        if dialect not in _TEMPLATES:
-            raise ValueError(
-                f"unknown dialect {dialect!r}; expected one of {', '.join(_TEMPLATES)}"
-            )
-        self.dialect = dialect
-        self.name = _NAMES[dialect]
-        self.styles = tuple(_TEMPLATES[dialect])
+    ``prompts``: the template of each style the dialect supports (``{code}``, ``{input}``, ... of
+    the item's fields; ``direct`` first); ``official``: its upstream post-processing, called as
+    ``official(text, cot=..., openai=...)`` (by default CRUXEval-O's: the value after ``==``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        prompts: Mapping[Style | str, str],
+        official: OfficialRule = extraction.cruxeval_output,
+    ) -> None:
+        if not prompts:
+            raise ValueError(f"task kind {name!r}: needs at least one prompt template")
+        self.name = name
+        self.templates = {Style(style): text for style, text in prompts.items()}
+        self.styles = tuple(self.templates)
+        self.official = official
 
     def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str:
-        return fill(_TEMPLATES[self.dialect][check_style(style, self.styles)], item.fields)
+        return self.templates[check_style(style, self.styles)].format_map(dict(item.fields))
 
     def extract(
         self,
@@ -70,10 +71,8 @@ class OutputPrediction(PlannedTask):
         chosen = Extraction(mode)
         if chosen in ROBUST_MODES:
             return robust_answer(text, chosen, extraction.robust_value, "no asserted value")
-        if self.dialect == "livecodebench":
-            return Answer(extraction.lcb_execution(text, cot=cot))
         openai = chosen is Extraction.OFFICIAL_OPENAI
-        return Answer(extraction.cruxeval_output(text, cot=cot, openai=openai))
+        return Answer(self.official(text, cot=cot, openai=openai))
 
     def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str:
         truth, chosen = truth_text(item), style_name(style)

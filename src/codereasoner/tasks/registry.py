@@ -19,9 +19,6 @@ from codereasoner.tasks.case_probe import CaseProbe
 from codereasoner.tasks.case_reasoning import CaseBackward, CaseForward
 from codereasoner.tasks.core_output import CoreOutput
 from codereasoner.tasks.core_probe import CoreProbe
-from codereasoner.tasks.input_prediction import InputPrediction
-from codereasoner.tasks.output_prediction import OutputPrediction
-from codereasoner.tasks.test_output import TestOutputPrediction
 
 __all__ = ["get", "names", "register", "unregister"]
 
@@ -55,17 +52,19 @@ def names() -> list[str]:
     return _KINDS.names()
 
 
-for _kind in (
-    OutputPrediction("cruxeval"),  # output_prediction
-    OutputPrediction("livecodebench"),  # lcb_execution
-    InputPrediction(),
-    TestOutputPrediction(),
-):
-    register(_kind)
 # A benchmark family with a folder of its own (codereasoner/families/) sits above this layer: its
 # kinds are named here and imported on first use.
-for _name in ("coverage", "state", "path", "output"):
-    _KINDS.register_lazy(_name, f"codereasoner.families.reval.{_name}:KIND")
+for _name, _target in (
+    ("output_prediction", "cruxeval.output"),
+    ("lcb_execution", "livecodebench.execution"),
+    ("input_prediction", "cruxeval.input"),
+    ("test_output_prediction", "livecodebench.test_output"),
+    ("coverage", "reval.coverage"),
+    ("state", "reval.state"),
+    ("path", "reval.path"),
+    ("output", "reval.output"),
+):
+    _KINDS.register_lazy(_name, f"codereasoner.families.{_target}:KIND")
 for _later in (CoreOutput(), CoreProbe(), CaseForward(), CaseBackward(), CaseProbe()):
     register(_later)
-del _kind, _name, _later
+del _name, _target, _later

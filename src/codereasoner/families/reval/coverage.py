@@ -6,8 +6,9 @@ Graded in the parent against the traced coverage; no sandbox work.
 from __future__ import annotations
 
 from codereasoner.families.reval import extraction as rx
+from codereasoner.families.reval.kind import RevalKind
 from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
-from codereasoner.tasks.common import Grade, RevalKind
+from codereasoner.tasks.common import Grade
 from codereasoner.tasks.oracle import style_name, tagged
 from codereasoner.tasks.plans import verdict
 

@@ -33,8 +33,9 @@ from typing import Any
 from codereasoner import values
 from codereasoner.execution import Call, ExecResult, Program, Status
 from codereasoner.families.reval import extraction as rx
+from codereasoner.families.reval.kind import RevalKind
 from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
-from codereasoner.tasks.common import Grade, RevalKind
+from codereasoner.tasks.common import Grade
 from codereasoner.tasks.grading import PLAIN_FUNCTION, PLAIN_PREAMBLE, is_python_literal
 from codereasoner.tasks.oracle import style_name, tagged
 from codereasoner.tasks.plans import Job, verdict

@@ -7,8 +7,9 @@ count), ``-1`` stays ``-1``; it is right when one of those numbers is an expecte
 from __future__ import annotations
 
 from codereasoner.families.reval import extraction as rx
+from codereasoner.families.reval.kind import RevalKind
 from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
-from codereasoner.tasks.common import Grade, RevalKind
+from codereasoner.tasks.common import Grade
 from codereasoner.tasks.oracle import NoOracleAnswer, style_name, tagged
 from codereasoner.tasks.plans import verdict
 

@@ -8,6 +8,7 @@ strict grading parses it and never evaluates it (:mod:`codereasoner.families.rev
 from __future__ import annotations
 
 from codereasoner.families.reval import extraction as rx
+from codereasoner.families.reval.kind import RevalKind
 from codereasoner.families.reval.state_answers import (
     StateError,
     parse_state,
@@ -16,7 +17,7 @@ from codereasoner.families.reval.state_answers import (
 )
 from codereasoner.families.reval.state_official import decided_in_parent, state_job
 from codereasoner.tasks.base import Grading, Item, Reason, Score, Style
-from codereasoner.tasks.common import Grade, RevalKind
+from codereasoner.tasks.common import Grade
 from codereasoner.tasks.oracle import NoOracleAnswer, style_name, tagged
 from codereasoner.tasks.plans import Job, verdict
 

@@ -11,6 +11,7 @@ from codereasoner import values
 from codereasoner.benchmarks.cache import DataUnavailable, Source
 from codereasoner.benchmarks.records import read_jsonl, unique_ids
 from codereasoner.benchmarks.spec import Benchmark, Stops
+from codereasoner.families.cruxeval import TEMPLATES
 from codereasoner.tasks import Item
 
 COMMIT = "190faf16d175b5847b0af05d937872b1fb395942"
@@ -70,16 +71,17 @@ def _declare(name: str, title: str, description: str, task: str) -> Benchmark:
         metric_note="pass@k x 100, unbiased estimator; upstream: pass@1 at T=0.2, pass@5 at "
         "T=0.8, n=10",
         stops=Stops(raw=("[/ANSWER]",), styles={"phind": ("# done",)}),
-        system="cruxeval/system_openai.txt",
+        system=TEMPLATES.text("system_openai.txt"),
     )
 
 
-BENCHMARKS = (
-    _declare("cruxeval-o", "CRUXEval-O", "predict the value f(input) returns", "output_prediction"),
-    _declare(
-        "cruxeval-i",
-        "CRUXEval-I",
-        "find an input for which f returns the given output",
-        "input_prediction",
-    ),
+OUTPUT = _declare(
+    "cruxeval-o", "CRUXEval-O", "predict the value f(input) returns", "output_prediction"
 )
+INPUT = _declare(
+    "cruxeval-i",
+    "CRUXEval-I",
+    "find an input for which f returns the given output",
+    "input_prediction",
+)
+BENCHMARKS = (OUTPUT, INPUT)

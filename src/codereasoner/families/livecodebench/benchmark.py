@@ -17,6 +17,7 @@ from codereasoner.benchmarks.cache import DataUnavailable, hub_source
 from codereasoner.benchmarks.records import read_jsonl, unique_ids
 from codereasoner.benchmarks.spec import Benchmark, Stops
 from codereasoner.execution.call import SITE_PACKAGES_PREAMBLE
+from codereasoner.families.livecodebench import TEMPLATES
 from codereasoner.files import parse_json
 from codereasoner.tasks import Item
 
@@ -212,39 +213,38 @@ _LICENSE = "code MIT (c) 2024 LiveCodeBench; HF datasets 'cc' (variant unspecifi
 # Upstream stops raw completions at '###' and sends chat prompts with no stop sequence.
 _STOPS = Stops(raw=("###",), chat=())
 
-BENCHMARKS = (
-    Benchmark(
-        name="lcb-execution",
-        title="LiveCodeBench code execution",
-        description="predict the value a LeetCode-style function call returns",
-        tasks=("lcb_execution",),
-        dataset="livecodebench",
-        sources=(EXECUTION,),
-        parse=lambda paths: load_execution(paths, benchmark="lcb-execution"),
-        license=_LICENSE,
-        upstream=UPSTREAM,
-        counts={"items": 479, "questions": 92},
-        breakdown="difficulty",
-        breakdown_note="difficulty field of the data",
-        metric_note="pass@1 x 100; upstream: n=10, T=0.2",
-        stops=_STOPS,
-        system="livecodebench/execution_system.txt",
-    ),
-    Benchmark(
-        name="lcb-test-output",
-        title="LiveCodeBench test output prediction",
-        description="predict a test's output from the problem statement and signature (no code)",
-        tasks=("test_output_prediction",),
-        dataset="livecodebench",
-        sources=(TEST_GENERATION,),
-        parse=lambda paths: load_test_output(paths, benchmark="lcb-test-output"),
-        license=_LICENSE,
-        upstream=UPSTREAM,
-        counts={"items": 442, "questions": 182},
-        breakdown="difficulty",
-        breakdown_note="difficulty field of the data",
-        metric_note="pass@1, pass@5 reported x 100 here (upstream prints a fraction); n=10, T=0.2",
-        stops=_STOPS,
-        system="livecodebench/test_output_system_generic.txt",
-    ),
+EXECUTION_BENCHMARK = Benchmark(
+    name="lcb-execution",
+    title="LiveCodeBench code execution",
+    description="predict the value a LeetCode-style function call returns",
+    tasks=("lcb_execution",),
+    dataset="livecodebench",
+    sources=(EXECUTION,),
+    parse=lambda paths: load_execution(paths, benchmark="lcb-execution"),
+    license=_LICENSE,
+    upstream=UPSTREAM,
+    counts={"items": 479, "questions": 92},
+    breakdown="difficulty",
+    breakdown_note="difficulty field of the data",
+    metric_note="pass@1 x 100; upstream: n=10, T=0.2",
+    stops=_STOPS,
+    system=TEMPLATES.text("execution_system.txt"),
 )
+TEST_OUTPUT_BENCHMARK = Benchmark(
+    name="lcb-test-output",
+    title="LiveCodeBench test output prediction",
+    description="predict a test's output from the problem statement and signature (no code)",
+    tasks=("test_output_prediction",),
+    dataset="livecodebench",
+    sources=(TEST_GENERATION,),
+    parse=lambda paths: load_test_output(paths, benchmark="lcb-test-output"),
+    license=_LICENSE,
+    upstream=UPSTREAM,
+    counts={"items": 442, "questions": 182},
+    breakdown="difficulty",
+    breakdown_note="difficulty field of the data",
+    metric_note="pass@1, pass@5 reported x 100 here (upstream prints a fraction); n=10, T=0.2",
+    stops=_STOPS,
+    system=TEMPLATES.text("test_output_system_generic.txt"),
+)
+BENCHMARKS = (EXECUTION_BENCHMARK, TEST_OUTPUT_BENCHMARK)

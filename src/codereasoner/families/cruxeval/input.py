@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 
+from codereasoner.families.cruxeval import TEMPLATES
+from codereasoner.families.cruxeval.extraction import cruxeval_input
 from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
     Answer,
@@ -17,7 +19,6 @@ from codereasoner.tasks.base import (
     Item,
     Style,
     check_style,
-    fill,
 )
 from codereasoner.tasks.common import (
     ROBUST_MODES,
@@ -29,7 +30,7 @@ from codereasoner.tasks.common import (
 from codereasoner.tasks.grading import strict_call
 from codereasoner.tasks.oracle import style_name, tagged, truth_text
 
-_TEMPLATES = {Style.DIRECT: "cruxeval/input_direct.txt", Style.COT: "cruxeval/input_cot.txt"}
+_TEMPLATES = {Style.DIRECT: "input_direct.txt", Style.COT: "input_cot.txt"}
 
 
 class InputPrediction(PlannedTask):
@@ -43,7 +44,7 @@ class InputPrediction(PlannedTask):
         self.entry = entry
 
     def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str:
-        return fill(_TEMPLATES[check_style(style, self.styles)], item.fields)
+        return TEMPLATES.fill(_TEMPLATES[check_style(style, self.styles)], item.fields)
 
     def extract(
         self,
@@ -58,7 +59,7 @@ class InputPrediction(PlannedTask):
             read = functools.partial(extraction.robust_call, entry=self.entry)
             return robust_answer(text, chosen, read, "no call found")
         openai = chosen is Extraction.OFFICIAL_OPENAI
-        return Answer(extraction.cruxeval_input(text, cot=cot, openai=openai))
+        return Answer(cruxeval_input(text, cot=cot, openai=openai))
 
     def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str:
         return tagged(f"assert {item.call} == {truth_text(item)}", style_name(style))
@@ -69,3 +70,6 @@ class InputPrediction(PlannedTask):
         return anti_copy_grader(
             item, official, strict_call, lambda text: copied not in text, call_entry=True
         )
+
+
+KIND = InputPrediction()

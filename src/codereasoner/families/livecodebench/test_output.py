@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 
+from codereasoner.families.livecodebench import TEMPLATES
+from codereasoner.families.livecodebench.extraction import lcb_assert_rhs, lcb_test_output
 from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
     Extracted,
@@ -16,7 +18,6 @@ from codereasoner.tasks.base import (
     Score,
     Style,
     check_style,
-    fill,
 )
 from codereasoner.tasks.common import (
     ROBUST_MODES,
@@ -29,9 +30,9 @@ from codereasoner.tasks.grading import official_expression, strict_value
 from codereasoner.tasks.oracle import truth_text
 from codereasoner.tasks.plans import Job, verdict
 
-TEMPLATE = "livecodebench/test_output.txt"
-SYSTEM_GENERIC = "livecodebench/test_output_system_generic.txt"
-SYSTEM_CODELLAMA = "livecodebench/test_output_system_cllama.txt"
+TEMPLATE = "test_output.txt"
+SYSTEM_GENERIC = "test_output_system_generic.txt"
+SYSTEM_CODELLAMA = "test_output_system_cllama.txt"
 
 
 class TestOutputPrediction(PlannedTask):
@@ -45,7 +46,7 @@ class TestOutputPrediction(PlannedTask):
     def prompt(self, item: Item, style: Style | str = Style.DIRECT) -> str:
         """The user content; the system message (SYSTEM_*) is the model wrapper's business."""
         check_style(style, self.styles)
-        return fill(TEMPLATE, item.fields)
+        return TEMPLATES.fill(TEMPLATE, item.fields)
 
     def extract(
         self,
@@ -62,7 +63,7 @@ class TestOutputPrediction(PlannedTask):
         if chosen in ROBUST_MODES:
             read = functools.partial(extraction.robust_value, last=True)
             return robust_answer(text, chosen, read, "no asserted value")
-        found = extraction.lcb_test_output(text, codellama=codellama)
+        found = lcb_test_output(text, codellama=codellama)
         return found_or_failure(found, "no assert line or code block", text, empty_ok=False)
 
     def oracle(self, item: Item, style: Style | str = Style.DIRECT) -> str:
@@ -74,7 +75,7 @@ class TestOutputPrediction(PlannedTask):
 
         def grade(sample: int, text: str) -> Score | Job:
             if official:
-                rhs = extraction.lcb_assert_rhs(text)
+                rhs = lcb_assert_rhs(text)
                 return official_expression(item, sample, text, rhs)
             value = extraction.robust_value(text, last=True)
             if value is None:
@@ -82,3 +83,6 @@ class TestOutputPrediction(PlannedTask):
             return strict_value(item, sample, value)
 
         return grade
+
+
+KIND = TestOutputPrediction()
