@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 from codereasoner.benchmarks.core_build import HASH_SEEDS, PROBLEMS_FILE, BuildSettings, build
+from codereasoner.benchmarks.core_programs import PREAMBLE
 from codereasoner.benchmarks.core_sources import SourceProblems, read_problems
 from codereasoner.execution import Batch, Limits, Pool, Program, parse_call
-from codereasoner.tasks.core_output import PREAMBLE
 
 
 def run_ours(

@@ -61,11 +61,18 @@ def test_the_apis_and_the_commands_refuse_alike(tmp_path: Path) -> None:
         synthesize(tmp_path / "s", decontam_rule="x")
     with pytest.raises(SettingError, match=r"^variants 0: expected a positive number$"):
         build_core(tmp_path / "c", source="core", variants=0)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "cases.jsonl").write_text("")
+    with pytest.raises(SettingError, match=r"^source 'synth:.*': expected a usable program \(none"):
+        build_core(tmp_path / "c", source=f"synth:{empty}")
     for args, line in (
         (("synth", "--out", tmp_path / "s", "--mutants", "-1"), "--mutants -1: expected 0 or more"),
         (("synth", "--out", tmp_path / "s", "--decontam-rule", "x"), "--decontam-rule 'x'"),
         (("core", "build", "--from", "core", "--out", tmp_path / "c", "--variants", "0"),
          "--variants 0: expected a positive number"),
+        (("core", "build", "--from", f"synth:{empty}", "--out", tmp_path / "c"),
+         f"--from 'synth:{empty}': expected a usable program (none read)"),
         (("run", tmp_path / "p.py", "-c", "f()", "--timeout", "0"), "--timeout 0.0: expected"),
     ):  # fmt: skip
         (tmp_path / "p.py").write_text("def f():\n    return 1\n")

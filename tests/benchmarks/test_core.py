@@ -13,11 +13,14 @@ from pathlib import Path
 import pytest
 
 from codereasoner import benchmarks, values
-from codereasoner.benchmarks import cache, core
+from codereasoner.benchmarks import cache
 from codereasoner.benchmarks.cache import DataUnavailable, Source
+from codereasoner.benchmarks.core_programs import entry_point
 from codereasoner.execution import Batch, Limits, Pool, TraceOptions, parse_call
+from codereasoner.families.core import benchmark as core
+from codereasoner.families.core.output import program
+from codereasoner.families.core.probe import CoreProbe, check_trace
 from codereasoner.tasks import Item
-from codereasoner.tasks.core_probe import CoreProbe, check_trace
 from codereasoner.trace import trace_batches
 from tests.commands import run_codereasoner as _cli
 from tests.conftest import SHARED_DATA
@@ -117,7 +120,7 @@ def test_entry_points_found_in_the_code_match_func_name() -> None:
     """core_io.json has no func_name: the rule that finds it is checked on the 118 codes here."""
     pairs = {(r["source_code"], r["meta_data"]["func_name"]) for r in _records()}
     assert len(pairs) == 118
-    assert [name for code, name in pairs if core.entry_point(code) != name] == []
+    assert [name for code, name in pairs if entry_point(code) != name] == []
 
 
 @needs_data
@@ -126,8 +129,8 @@ def test_every_recorded_output_is_reproduced_in_the_sandbox(pool: Pool) -> None:
     batches = []
     for record in records:
         entry = record["meta_data"]["func_name"]
-        program = core.program(Item("x", "core", "core_probe", record["source_code"], entry))
-        batches.append(Batch(program, [parse_call(f"{entry}({record['input']})")], LIMITS))
+        implementation = program(Item("x", "core", "core_probe", record["source_code"], entry))
+        batches.append(Batch(implementation, [parse_call(f"{entry}({record['input']})")], LIMITS))
     wrong = []
     for record, (result,) in zip(records, pool.map(batches), strict=True):
         ok = result.ok and values.equal(
@@ -181,7 +184,7 @@ def test_ground_truths_against_our_tracer(pool: Pool) -> None:
     if not pool.plan.python_version.startswith("3.11"):
         pytest.skip("line events differ across Python versions; the counts are for 3.11")
     items = benchmarks.get("core-probe").load(SHARED.parent)
-    work = [(core.program(item), [parse_call(item.call)]) for item in items]
+    work = [(program(item), [parse_call(item.call)]) for item in items]
     options = TraceOptions(max_steps=20_000, max_value_chars=5_000, finish_untraced=True)
     checks, same_line = {}, 0
     for item, (traced,) in zip(items, trace_batches(pool, work, options, LIMITS), strict=True):
@@ -255,7 +258,7 @@ def test_fixture_outputs_group_implementations_and_find_entry_points() -> None:
 
 def test_fixture_outputs_are_right(pool: Pool) -> None:
     items = benchmarks.get("core").load(FIXTURES)
-    batches = [Batch(core.program(item), [parse_call(item.call)], LIMITS) for item in items]
+    batches = [Batch(program(item), [parse_call(item.call)], LIMITS) for item in items]
     for item, (result,) in zip(items, pool.map(batches), strict=True):
         gold = (
             json.loads(item.metadata["output"]) if item.task == "core_probe" else item.truth_value()

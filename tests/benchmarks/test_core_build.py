@@ -19,12 +19,11 @@ from typer.testing import CliRunner
 
 import codereasoner
 from codereasoner import benchmarks, values
-from codereasoner.benchmarks.core import entry_point
 from codereasoner.benchmarks.core_build import IO_FILE, PROBLEMS_FILE, QA_FILE, SUMMARY_FILE
+from codereasoner.benchmarks.core_programs import PREAMBLE, entry_point
 from codereasoner.cli import app
 from codereasoner.execution import Batch, Pool, Program, parse_call
 from codereasoner.programs import CC_MIN, JACCARD_MAX
-from codereasoner.tasks.core_output import PREAMBLE
 from tests.conftest import SHARED_DATA, synth_cases
 
 CORE_QA = SHARED_DATA / "core" / "core_qa.json"

@@ -19,9 +19,10 @@ from typing import Any
 
 from codereasoner import benchmarks, tasks
 from codereasoner.evaluation import score
-from codereasoner.evaluation.reports import core_report, pass_report
+from codereasoner.evaluation.reports import pass_report
 from codereasoner.evaluation.store import connect
 from codereasoner.execution import Pool
+from codereasoner.families.core.report import core_report
 from codereasoner.families.reval import benchmark as reval
 from codereasoner.families.reval.report import reval_report
 from codereasoner.families.reval.scoring import score_reval

@@ -39,6 +39,11 @@ def test_the_apis_write_what_the_commands_write(tmp_path: Path) -> None:
     [
         (lambda out: synthesize(out, n=0), "n 0: expected a positive number"),
         (lambda out: synthesize(out, generator="nope"), "generator 'nope': expected"),
+        (lambda out: synthesize(out, generator="llm"), "generator llm needs model"),
+        (
+            lambda out: synthesize(out, generator_options={"model": "oracle"}),
+            "model applies to generator llm only",
+        ),
         (lambda out: synthesize(out, decontam_rule="loose"), "decontam_rule 'loose'"),
         (lambda out: build_core(out, source="core", variants=0), "variants 0"),
         (lambda out: build_core(out, source="nowhere:x"), "nowhere"),

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from codereasoner import benchmarks
-from codereasoner.evaluation import core_metrics as cm
-from codereasoner.evaluation.core_metrics import OutputOutcome, ProbeOutcome
+from codereasoner.families.core import metrics as cm
+from codereasoner.families.core.metrics import OutputOutcome, ProbeOutcome
 from codereasoner.tasks import Reason, Score
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "core"

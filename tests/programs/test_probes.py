@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from codereasoner import values
-from codereasoner.benchmarks.core import entry_point
+from codereasoner.benchmarks.core_programs import entry_point
 from codereasoner.execution import (
     Batch,
     Call,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from codereasoner.benchmarks.core import entry_point
+from codereasoner.benchmarks.core_programs import entry_point
 from codereasoner.execution import Call, CallSyntaxError, Pool, parse_call
 from codereasoner.programs import (
     CC_MIN,

@@ -10,16 +10,19 @@ from pathlib import Path
 import pytest
 
 from codereasoner import tasks
-from codereasoner.benchmarks import core
 from codereasoner.execution import Pool, TraceOptions, parse_call
-from codereasoner.tasks import Answer, Grading, Item, ParseFailure, Reason, template
-from codereasoner.tasks.core_output import (
+from codereasoner.families.core import TEMPLATES
+from codereasoner.families.core import benchmark as core
+from codereasoner.families.core.output import (
     OUTPUT_TASK,
     CoreOutput,
     ancestor_output,
     extract_answer,
+    program,
 )
-from codereasoner.tasks.core_probe import PROBE_TASK, CoreProbe, check_trace, match_value
+from codereasoner.families.core.probe import PROBE_TASK, CoreProbe, check_trace
+from codereasoner.tasks import Answer, Grading, Item, ParseFailure, Reason
+from codereasoner.tasks.literal_answers import match_value
 from codereasoner.trace import trace_call
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "core"
@@ -52,12 +55,12 @@ def test_output_prompts_are_the_papers_templates_byte_for_byte(index: int, style
 
 def test_template_files_are_pinned() -> None:
     digests = {
-        "core/output_direct.txt": "abd961cf108bf82badbd513d38cf4f40a4729f9db8fdc094902be9048d68a839",
-        "core/output_cot.txt": "52a9fb8039af47f8f8c3118a805ab35d20a6c147ea5a04645efa8a2a7ead232a",
-        "core/output_coc.txt": "98649755a8fbd759968879ff1399597e1146f15fc69e21e75cfa427d062fba08",
+        "output_direct.txt": "abd961cf108bf82badbd513d38cf4f40a4729f9db8fdc094902be9048d68a839",
+        "output_cot.txt": "52a9fb8039af47f8f8c3118a805ab35d20a6c147ea5a04645efa8a2a7ead232a",
+        "output_coc.txt": "98649755a8fbd759968879ff1399597e1146f15fc69e21e75cfa427d062fba08",
     }
     for name, digest in digests.items():
-        assert hashlib.sha256(template(name).encode()).hexdigest() == digest, name
+        assert hashlib.sha256(TEMPLATES.text(name).encode()).hexdigest() == digest, name
 
 
 def test_prompts_end_where_the_model_continues_and_hide_probe_metadata() -> None:
@@ -239,7 +242,7 @@ def test_check_trace_on_fixture_probes(pool: Pool) -> None:
     options = TraceOptions(finish_untraced=True)
     probes = [item for item in ITEMS.values() if item.task == "core_probe"]
     for item in probes:
-        traced = trace_call(pool, core.program(item), parse_call(item.call), options)
+        traced = trace_call(pool, program(item), parse_call(item.call), options)
         check = check_trace(item, traced.trace)
         assert check.distance == 0, item.id
         assert check.target_line == item.metadata["target_line_number"], item.id
@@ -248,7 +251,7 @@ def test_check_trace_on_fixture_probes(pool: Pool) -> None:
             wrong = dataclasses.replace(item, truth="{'total': 5, 'condition': True}")
         assert check_trace(wrong, traced.trace).distance is None, item.id
     first = ITEMS["Fine/36_0#0"]  # total is 3 only after the loop, at step 173
-    traced = trace_call(pool, core.program(first), parse_call(first.call), options)
+    traced = trace_call(pool, program(first), parse_call(first.call), options)
     for step, distance in ((175, 0), (174, 0), (172, 1), (171, 2), (169, None), (3, None)):
         moved = {**first.metadata, "target_step_index": step}
         assert check_trace(dataclasses.replace(first, metadata=moved), traced.trace).distance == (

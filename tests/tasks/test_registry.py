@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from codereasoner import tasks
-from codereasoner.benchmarks import core
 from codereasoner.execution import Pool
 from codereasoner.families import cruxeval as cruxeval_family
 from codereasoner.families import livecodebench as lcb_family
+from codereasoner.families.core import benchmark as core
 from codereasoner.families.cruxeval import benchmark as cruxeval
 from codereasoner.families.livecodebench import benchmark as livecodebench
 from codereasoner.families.reval import benchmark as reval

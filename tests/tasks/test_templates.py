@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codereasoner import tasks
-from codereasoner.families import cruxeval, livecodebench, reval
+from codereasoner.families import core, cruxeval, livecodebench, reval
 from codereasoner.tasks import Item, Templates
 from tests.conftest import SHARED_DATA
 
@@ -17,11 +17,8 @@ CRUXEVAL = SHARED_DATA / "cruxeval" / "cruxeval.jsonl"
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "codereasoner"
 # every folder of templates, with the package that reads it
 FOLDERS = {
-    PACKAGE / "tasks" / "templates": tasks.base.TEMPLATES,
-    **{
-        PACKAGE / "families" / family.__name__.rsplit(".", 1)[1] / "templates": family.TEMPLATES
-        for family in (cruxeval, livecodebench, reval)
-    },
+    PACKAGE / "families" / family.__name__.rsplit(".", 1)[1] / "templates": family.TEMPLATES
+    for family in (core, cruxeval, livecodebench, reval)
 }
 
 

@@ -21,7 +21,7 @@ from codereasoner.models.replay_server import Query, ReplayServer
 from codereasoner.programs.probes import DIMENSIONS
 from codereasoner.tasks import Reason
 from codereasoner.tasks.case_probe import PROBE_TASK
-from codereasoner.tasks.core_probe import match_value
+from codereasoner.tasks.literal_answers import match_value
 from codereasoner.training.cases import case_items, draw_probes, read_cases, trace_cases
 from codereasoner.training.process import parse_column
 from codereasoner.training.replay_teacher import ReplayTeacher, other_literal, probes_of

@@ -1,11 +1,12 @@
-"""The benchmark registry: name -> :class:`Benchmark`, each declared once in its family's module.
+"""The benchmark registry: name -> :class:`Benchmark`, each declared once in its family's folder.
 
 from codereasoner import benchmarks
 bench = benchmarks.get("cruxeval-o")
 items = bench.load(data_dir)        # the data root or the benchmark's folder; else the cache
 
-A new benchmark is one ``Benchmark(...)`` declaration: add it to a family module's
-``BENCHMARKS`` (or call :func:`register`), see docs/architecture.md "How to add a benchmark".
+A new benchmark is one ``Benchmark(...)`` declaration: in a family folder (``codereasoner/families/``,
+named here as a lazy target), by :func:`register`, or from an installed package's entry point;
+see docs/architecture.md "How to add a benchmark" and docs/extending.md.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 from collections.abc import Iterator
 
 from codereasoner import tasks
-from codereasoner.benchmarks import cases, core
+from codereasoner.benchmarks import cases
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.spec import Benchmark, Clock, Metrics, Stops
 from codereasoner.registry import Registry, RegistryError
@@ -90,8 +91,11 @@ for _name, _target in (
     ("lcb-execution", "livecodebench.benchmark:EXECUTION_BENCHMARK"),
     ("lcb-test-output", "livecodebench.benchmark:TEST_OUTPUT_BENCHMARK"),
     ("reval", "reval.benchmark:BENCHMARK"),
+    ("core", "core.benchmark:CORE"),
+    ("core-output", "core.benchmark:OUTPUT"),
+    ("core-probe", "core.benchmark:PROBE"),
+    ("core-gen", "core.benchmark:GENERATED"),
 ):
     REGISTRY.register_lazy(_name, f"codereasoner.families.{_target}")
-for _family in (core, cases):
-    for _bench in _family.BENCHMARKS:
-        register(_bench)
+for _bench in cases.BENCHMARKS:
+    register(_bench)

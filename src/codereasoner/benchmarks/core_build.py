@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner import values
-from codereasoner.benchmarks.core import entry_point
 from codereasoner.benchmarks.core_files import (
     FORMAT,
     _json_list,
@@ -51,6 +50,7 @@ from codereasoner.benchmarks.core_files import (
     io_records,
     qa_records,
 )
+from codereasoner.benchmarks.core_programs import PREAMBLE, entry_point
 from codereasoner.benchmarks.core_sources import SourceProblem, SourceProblems, read_problems
 from codereasoner.execution import (
     Batch,
@@ -79,7 +79,6 @@ from codereasoner.synth.writer import (
     exclusive,
     settings_changes,
 )
-from codereasoner.tasks.core_output import PREAMBLE
 from codereasoner.trace import ExecutionTrace, trace_batches
 
 __all__ = [

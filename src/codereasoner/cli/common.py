@@ -84,6 +84,11 @@ def safe_cell(text: object, style: str = "") -> Text:
     return Text(safe_text(text), style=style)
 
 
+def print_plain(text: str) -> None:
+    """One line as typed: never markup, control characters made visible."""
+    console.print(safe_cell(text), highlight=False, soft_wrap=True)
+
+
 def _finite(value: object) -> object:
     if type(value) is float and not math.isfinite(value):
         return None
@@ -277,7 +282,7 @@ def emit_report(report: dict, as_json: bool, show: Callable[[dict], None]) -> No
 
 
 # Settings whose flag is not their name in dashes (``timeout_s`` is set by ``--timeout``).
-FLAG_NAMES = {"timeout_s": "--timeout"}
+FLAG_NAMES = {"timeout_s": "--timeout", "source": "--from"}
 
 
 def flag_of(setting: str) -> str:

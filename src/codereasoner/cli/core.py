@@ -87,36 +87,12 @@ def build_command(
     """Build a CoRE-style benchmark into OUT (resumable): rewrites checked equivalent in the
     sandbox, minimised tests, probes from exact traces. Evaluate it with
     'codereasoner eval --bench core-gen --data-dir OUT'."""
-    from codereasoner.benchmarks.cache import DataUnavailable
-    from codereasoner.benchmarks.core_build import (
-        HASH_SEEDS,
-        BuildSettings,
-        OutputError,
-        SettingsChanged,
-        build,
-        check_out,
-    )
-    from codereasoner.benchmarks.core_sources import read_problems
+    from codereasoner.benchmarks.core_build import HASH_SEEDS, OutputError, SettingsChanged, build
+    from codereasoner.evaluation.builders import BuildError, plan_core_build
     from codereasoner.models import BackendError
-    from codereasoner.settings import SettingError, check_at_least
+    from codereasoner.settings import SettingError
     from codereasoner.synth.writer import FolderBusy
 
-    try:
-        settings = BuildSettings(
-            source=source,
-            variants=variants,
-            probes=probes,
-            seed=seed,
-            candidates=candidates,
-            originals=originals,
-            rewriter=rewriter,
-            rewriter_samples=rewriter_samples,
-            limit=limit,
-            data_dir=data_dir,
-        )
-        check_at_least(1, workers=workers)
-    except SettingError as exc:
-        fail(flag_message(exc))
     if data_dir is not None and not data_dir.is_dir():
         fail(f"--data-dir {data_dir}: not a directory")
     check_executor(executor)
@@ -129,14 +105,29 @@ def build_command(
         except SpecError as exc:
             fail(f"--rewriter: {str(exc).splitlines()[0]}")
     try:
-        check_out(out, settings)
-        problems = read_problems(source, data_dir)
-    except SettingsChanged as exc:
-        fail(_settings_message(exc.changed, out))
-    except (DataUnavailable, OutputError, ValueError) as exc:
-        fail(str(exc).splitlines()[0])
-    if not problems.problems:
-        fail(f"--from {source}: no usable program ({_reasons(problems.skipped) or 'none read'})")
+        plan = plan_core_build(
+            out,
+            source=source,
+            data_dir=data_dir,
+            variants=variants,
+            probes=probes,
+            seed=seed,
+            candidates=candidates,
+            originals=originals,
+            rewriter=rewriter,
+            rewriter_samples=rewriter_samples,
+            limit=limit,
+            workers=workers,
+        )
+    except SettingError as exc:
+        fail(flag_message(exc))
+    except BuildError as exc:
+        cause = exc.__cause__
+        fail(
+            _settings_message(cause.changed, out)
+            if isinstance(cause, SettingsChanged)
+            else str(exc)
+        )
     progress = LineProgress(
         TextColumn("core build"),
         BarColumn(),
@@ -174,14 +165,14 @@ def build_command(
             ) as other,
             progress,
         ):
-            total = min(len(problems.problems), limit or len(problems.problems))
+            total = min(len(plan.problems.problems), limit or len(plan.problems.problems))
             task = progress.add_task("core build problems", total=total, last="")
             summary = build(
-                settings,
-                out,
+                plan.settings,
+                plan.out,
                 (pool, other),
                 lambda done, _, last: progress.update(task, completed=done, last=last),
-                problems=problems,
+                problems=plan.problems,
                 rewriter=backend,
             )
     except SettingsChanged as exc:
@@ -199,10 +190,6 @@ def build_command(
     else:
         show(summary.data, out)
         console.print(f"took {seconds} s", highlight=False)
-
-
-def _reasons(skipped: dict[str, int]) -> str:
-    return "; ".join(f"{count} left out: {reason}" for reason, count in skipped.items())
 
 
 def _settings_message(changed: dict[str, tuple[Any, Any]], out: Path) -> str:
@@ -268,6 +255,6 @@ def _table(title: str, rows: dict[str, int]) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from codereasoner.benchmarks.core import BUILD_COMMAND
+    from codereasoner.benchmarks.core_programs import BUILD_COMMAND
 
     app.add_typer(core_app, name=BUILD_COMMAND)

@@ -25,16 +25,17 @@ from codereasoner.cli.common import (
     flag_message,
     json_flag,
     open_pool,
+    print_plain,
     safe_cell,
     safe_markup,
 )
+from codereasoner.cli.score_print_core import print_core
 from codereasoner.cli.score_print_reval import print_reval
 from codereasoner.evaluation import GenerationsError
-from codereasoner.evaluation.core_metrics import report_lines as core_lines
 from codereasoner.evaluation.families import Family, ScoreOptions, ScoreOutcome, family_of
 from codereasoner.evaluation.generations import check_generations_path
 from codereasoner.evaluation.metrics import COPY_POLICIES
-from codereasoner.evaluation.reports import CoreReport, PassReport
+from codereasoner.evaluation.reports import PassReport
 from codereasoner.evaluation.scoring import sample_results, write_results
 from codereasoner.execution import Executor, Limits
 from codereasoner.execution.sandbox import ISOLATION_MODES
@@ -267,30 +268,14 @@ def _check_applies(bench: benchmarks.Benchmark, family: Family, **given: object)
             fail(f"{flags.get(key, '--' + key)} does not apply to {bench.name} ({why})")
 
 
-def _print_core(report: dict[str, Any]) -> None:
-    variants = report["variants"]
-    _plain(
-        f"{report['benchmark']}: {report['items']} items, {report['samples']} "
-        f"samples, {variants['project']['runs']} run(s)"
-    )
-    for line in core_lines(variants):
-        _plain(line)
-    for name, variant in variants.items():
-        reasons = ", ".join(f"{key} {count}" for key, count in variant["reasons"].items())
-        _plain(f"verdicts ({name}): {reasons}")
-
-
-def _plain(text: str) -> None:
-    """One line as typed: never markup, control characters made visible."""
-    console.print(safe_cell(text), highlight=False, soft_wrap=True)
-
-
 def _print(report: dict[str, Any]) -> None:
     ks = [key for key in report if key.startswith("pass@")]
     how = f"{report['grading']} grading, copies: {report['copies']}"
     if "extraction" in report:
         how += f", {report['extraction']} extraction of {report['style']} completions"
-    _plain(f"{report['benchmark']}: {report['items']} items, {report['samples']} samples ({how})")
+    print_plain(
+        f"{report['benchmark']}: {report['items']} items, {report['samples']} samples ({how})"
+    )
     table = Table()
     table.add_column("metric")
     table.add_column("official", justify="right")
@@ -303,7 +288,7 @@ def _print(report: dict[str, Any]) -> None:
         table.add_row(*row)
     console.print(table)
     breakdown = report["breakdown"]
-    _plain(f"by {breakdown['by']}: {breakdown['note']}")
+    print_plain(f"by {breakdown['by']}: {breakdown['note']}")
     by = Table()
     for column in ["category", "items", *ks]:
         by.add_column(column, justify="left" if column == "category" else "right")
@@ -311,7 +296,7 @@ def _print(report: dict[str, Any]) -> None:
         by.add_row(safe_cell(name), str(row["items"]), *(f"{row[key]:.2f}" for key in ks))
     console.print(by)
     reasons = ", ".join(f"{name} {count}" for name, count in report["reasons"].items())
-    _plain(f"verdicts: {reasons}")
+    print_plain(f"verdicts: {reasons}")
     if "strict" in report:
         _print_strict(report["strict"])
     console.print(f"[dim]pass@k in percent; graded in {report['wall_s']:.1f} s[/]")
@@ -353,7 +338,7 @@ def _emit_core(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
         typer.echo(dump_json(report, indent=2))
     else:
-        _with_subset(_print_core)(report)
+        _with_subset(print_core)(report)
 
 
 def _with_subset(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
@@ -362,7 +347,7 @@ def _with_subset(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, 
     def shown(report: dict[str, Any]) -> None:
         part = report.get("subset")
         if part is not None:
-            _plain(
+            print_plain(
                 f"subset: {part['items']:,} of {part['of']:,} {report['benchmark']} items (those "
                 "in the generations file, --subset); not comparable with scores on other items"
             )
@@ -374,7 +359,7 @@ def _with_subset(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, 
 _PRINTERS: dict[str, Callable[[dict[str, Any], bool], None]] = {
     PassReport.kind: _emit(_print),
     Metrics.ACCURACY_CONSISTENCY: _emit(print_reval),
-    CoreReport.kind: _emit_core,
+    Metrics.INVARIANCE_TRANSPARENCY: _emit_core,
 }
 
 

@@ -26,6 +26,7 @@ from codereasoner.cli.common import (
     error_console,
     fail,
     flag_message,
+    flag_of,
     interruptible,
     safe_markup,
 )
@@ -33,7 +34,7 @@ from codereasoner.cli.progress import LineProgress
 from codereasoner.synth import generators
 
 if TYPE_CHECKING:
-    from codereasoner.synth.decontam import Decontamination, LoadedBenchmarks
+    from codereasoner.synth.decontam import Decontamination
 
 
 def register(app: typer.Typer) -> None:
@@ -137,11 +138,11 @@ def synth_command(
 ) -> None:
     """Generate, validate, deduplicate and decontaminate execution cases into OUT."""
     from codereasoner.benchmarks.cache import cache_root
-    from codereasoner.benchmarks.programs import load_benchmark_programs
+    from codereasoner.evaluation.builders import NoBenchmarkData, decontamination_plan
     from codereasoner.execution import SandboxUnavailable
     from codereasoner.models import BackendError, SpecError
     from codereasoner.settings import SettingError
-    from codereasoner.synth.decontam import DEFAULT_RULE, Decontamination, check_rule
+    from codereasoner.synth.decontam import check_rule
     from codereasoner.synth.pipeline import SynthConfig, make_source, run
     from codereasoner.synth.writer import OutputError, SettingsChanged
 
@@ -182,20 +183,16 @@ def synth_command(
     source = None
     try:
         source = make_source(config)  # a bad option (a model spec) is reported first
-        loaded: LoadedBenchmarks | None = None
-        if no_decontam:
-            decontam = Decontamination.skip("--no-decontam")
-        else:
-            loaded = load_benchmark_programs(data_dir)
-            if not loaded.checked:
-                where = str(data_dir) if data_dir is not None else f"the cache {cache_root()}"
-                fail(
-                    f"no benchmark data to decontaminate against in {where} (none of "
-                    f"{', '.join(loaded.skipped)}): pass --data-dir DIR, fetch it with "
-                    "'codereasoner bench fetch NAME', or pass --no-decontam to build without "
-                    "decontamination"
-                )
-            decontam = Decontamination.against(loaded, decontam_rule or DEFAULT_RULE)
+        try:
+            decontam = decontamination_plan(data_dir, decontam_rule, decontaminate=not no_decontam)
+        except NoBenchmarkData as exc:
+            where = str(data_dir) if data_dir is not None else f"the cache {cache_root()}"
+            fail(
+                f"no benchmark data to decontaminate against in {where} (none of "
+                f"{', '.join(exc.skipped)}): pass --data-dir DIR, fetch it with "
+                "'codereasoner bench fetch NAME', or pass --no-decontam to build without "
+                "decontamination"
+            )
         # said before the run starts, so a long run's terminal states it from the beginning
         announce(decontam, data_dir)
         preflight = getattr(source, "preflight", None)
@@ -320,18 +317,17 @@ def json_summary(data: dict, elapsed_s: float, out: Path) -> dict[str, Any]:
 def check_generator(name: str, options: dict[str, Any]) -> dict[str, Any]:
     """The options given for generator ``name`` (those not None), after one-line errors for an
     unknown generator, an option it does not take and a required one missing."""
-    if name not in generators.GENERATORS:
-        fail(f"--generator {name!r}: expected {' or '.join(generators.names())}")
-    kind = generators.GENERATORS[name]
-    given = {key: value for key, value in options.items() if value is not None}
-    for key in given:
-        if kind.option(key) is None:
-            flag = "--" + key.replace("_", "-")
-            fail(f"{flag} applies to --generator {' or '.join(generators.takers(key))} only")
-    for option in kind.missing(given):
-        example = f" (e.g. {option.example})" if option.example else ""
-        fail(f"--generator {name} needs {option.flag}{example}")
-    return given
+    from codereasoner.settings import SettingError
+
+    try:
+        return generators.given_options(name, options)
+    except SettingError as exc:
+        fail(flag_message(exc))
+    except generators.OptionNotTaken as exc:
+        fail(f"{flag_of(exc.option)} applies to --generator {' or '.join(exc.takers)} only")
+    except generators.OptionMissing as exc:
+        example = f" (e.g. {exc.option.example})" if exc.option.example else ""
+        fail(f"--generator {exc.generator} needs {exc.option.flag}{example}")
 
 
 def announce(decontam: Decontamination, data_dir: Path | None = None) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,13 @@ from codereasoner.benchmarks.core_build import (
     build,
     check_out,
 )
-from codereasoner.benchmarks.core_sources import read_problems
+from codereasoner.benchmarks.core_sources import SourceProblems, read_problems
 from codereasoner.benchmarks.programs import load_benchmark_programs
 from codereasoner.evaluation.api import open_backend
 from codereasoner.evaluation.run_settings import RunError
 from codereasoner.execution import SandboxUnavailable, open_executor
 from codereasoner.models import BackendError, SpecError
-from codereasoner.settings import check_at_least
+from codereasoner.settings import SettingError, check_at_least
 from codereasoner.synth import generators
 from codereasoner.synth.decontam import DEFAULT_RULE, Decontamination, check_rule
 from codereasoner.synth.pipeline import (
@@ -43,25 +44,44 @@ from codereasoner.synth.pipeline import (
 )
 from codereasoner.synth.writer import FolderBusy, OutputError, SettingsChanged
 
-__all__ = ["BuildError", "build_core", "synthesize"]
+__all__ = [
+    "BuildError",
+    "CoreBuildPlan",
+    "NoBenchmarkData",
+    "build_core",
+    "decontamination_plan",
+    "plan_core_build",
+    "synthesize",
+]
 
 
 class BuildError(ValueError):
     """A build that cannot run as asked (one line naming the setting)."""
 
 
-def _generator_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options given for generator ``name`` (those not None), checked as synth checks them."""
-    kind = generators.GENERATORS.get(name)
-    if kind is None:
-        raise BuildError(f"generator {name!r}: expected {' or '.join(generators.names())}")
-    given = {key: value for key, value in options.items() if value is not None}
-    for key in given:
-        if kind.option(key) is None:
-            raise BuildError(f"{key} applies to generator {' or '.join(generators.takers(key))}")
-    for option in kind.missing(given):
-        raise BuildError(f"generator {name} needs {option.name}")
-    return given
+class NoBenchmarkData(BuildError):
+    """Decontamination asked for, and no benchmark's programs found to check against."""
+
+    def __init__(self, skipped: list[str]) -> None:
+        self.skipped = skipped
+        super().__init__(
+            f"no benchmark data to decontaminate against (none of {', '.join(skipped)}): "
+            "give data_dir, or decontaminate=False"
+        )
+
+
+def decontamination_plan(
+    data_dir: Path | None, rule: str | None, *, decontaminate: bool = True
+) -> Decontamination:
+    """How a synthesis run decontaminates: against the benchmark programs found in ``data_dir``
+    (None: the cache) under ``rule`` (None: the default), or not at all, as ``--no-decontam``
+    records it. :class:`NoBenchmarkData` when there are none."""
+    if not decontaminate:
+        return Decontamination.skip("--no-decontam")  # as the command records it: the same bytes
+    loaded = load_benchmark_programs(data_dir)
+    if not loaded.checked:
+        raise NoBenchmarkData(list(loaded.skipped))
+    return Decontamination.against(loaded, rule or DEFAULT_RULE)
 
 
 def synthesize(
@@ -84,7 +104,10 @@ def synthesize(
     ``decontaminate=False`` is ``--no-decontam``. Returns the run's summary."""
     check_rule(decontam_rule)
     folder = None if data_dir is None else Path(data_dir)
-    options = _generator_options(generator, generator_options or {})
+    try:
+        options = generators.given_options(generator, generator_options or {})
+    except (generators.OptionNotTaken, generators.OptionMissing) as exc:
+        raise BuildError(str(exc)) from exc
     config = SynthConfig(
         out=Path(out),
         n=n,
@@ -97,16 +120,7 @@ def synthesize(
         workers=workers,
         executor=executor,
     )
-    if decontaminate:
-        loaded = load_benchmark_programs(folder)
-        if not loaded.checked:
-            raise BuildError(
-                f"no benchmark data to decontaminate against (none of "
-                f"{', '.join(loaded.skipped)}): give data_dir, or decontaminate=False"
-            )
-        plan = Decontamination.against(loaded, decontam_rule or DEFAULT_RULE)
-    else:
-        plan = Decontamination.skip("--no-decontam")  # as the command records it: the same bytes
+    plan = decontamination_plan(folder, decontam_rule, decontaminate=decontaminate)
     try:
         source = make_source(config)
         try:
@@ -119,6 +133,62 @@ def synthesize(
         raise BuildError(f"{out}: holds a run with other settings ({exc})") from None
     except (OutputError, FolderBusy, SpecError, BackendError, SandboxUnavailable) as exc:
         raise BuildError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+@dataclass(frozen=True)
+class CoreBuildPlan:
+    """A core build checked before any pool opens: its settings, its output folder (new, or a
+    build of the same settings to resume) and the problems read from its source."""
+
+    out: Path
+    settings: BuildSettings
+    problems: SourceProblems
+
+
+def plan_core_build(
+    out: str | Path,
+    *,
+    source: str,
+    data_dir: str | Path | None = None,
+    variants: int = 4,
+    probes: int = 4,
+    seed: int = 0,
+    candidates: int = 24,
+    originals: bool = True,
+    rewriter: str | None = None,
+    rewriter_samples: int = 2,
+    limit: int | None = None,
+    workers: int | None = None,
+) -> CoreBuildPlan:
+    """The checks of :func:`build_core` (which ``codereasoner core build`` shares): SettingError
+    for a setting that cannot be used, BuildError (raised from the cause, a
+    :class:`~codereasoner.synth.writer.SettingsChanged` for a folder of other settings) for an
+    output folder or a source that cannot be used."""
+    check_at_least(1, workers=workers)
+    folder = None if data_dir is None else Path(data_dir)
+    settings = BuildSettings(
+        source=source,
+        variants=variants,
+        probes=probes,
+        seed=seed,
+        candidates=candidates,
+        originals=originals,
+        rewriter=rewriter,
+        rewriter_samples=rewriter_samples,
+        limit=limit,
+        data_dir=folder,
+    )
+    try:
+        check_out(Path(out), settings)
+        problems = read_problems(source, folder)
+    except SettingsChanged as exc:
+        raise BuildError(f"{out}: holds a build with other settings ({exc})") from exc
+    except (DataUnavailable, OutputError, ValueError) as exc:
+        raise BuildError(str(exc).splitlines()[0]) from exc
+    if not problems.problems:
+        left_out = "; ".join(f"{n} left out: {why}" for why, n in problems.skipped.items())
+        raise SettingError("source", source, f"a usable program ({left_out or 'none read'})")
+    return CoreBuildPlan(Path(out), settings, problems)
 
 
 def build_core(
@@ -141,10 +211,10 @@ def build_core(
 ) -> BuildSummary:
     """Build a CoRE-style benchmark into ``out`` as ``codereasoner core build`` does (same
     defaults; ``source`` as ``--from``, e.g. ``synth:PATH``)."""
-    check_at_least(1, workers=workers)
-    folder = None if data_dir is None else Path(data_dir)
-    settings = BuildSettings(
+    plan = plan_core_build(
+        out,
         source=source,
+        data_dir=data_dir,
         variants=variants,
         probes=probes,
         seed=seed,
@@ -153,17 +223,8 @@ def build_core(
         rewriter=rewriter,
         rewriter_samples=rewriter_samples,
         limit=limit,
-        data_dir=folder,
+        workers=workers,
     )
-    try:
-        check_out(Path(out), settings)
-        problems = read_problems(source, folder)
-    except SettingsChanged as exc:
-        raise BuildError(f"{out}: holds a build with other settings ({exc})") from None
-    except (DataUnavailable, OutputError, ValueError) as exc:
-        raise BuildError(str(exc).splitlines()[0]) from None
-    if not problems.problems:
-        raise BuildError(f"source {source}: no usable program")
     with contextlib.ExitStack() as stack:
         backend = None
         if rewriter is not None:
@@ -182,14 +243,14 @@ def build_core(
                 ),
             )
             return build(
-                settings,
-                Path(out),
+                plan.settings,
+                plan.out,
                 pools,
                 progress,
-                problems=problems,
+                problems=plan.problems,
                 rewriter=backend,
             )
         except SettingsChanged as exc:
-            raise BuildError(f"{out}: holds a build with other settings ({exc})") from None
+            raise BuildError(f"{out}: holds a build with other settings ({exc})") from exc
         except (FolderBusy, OutputError, BackendError, SandboxUnavailable) as exc:
             raise BuildError(str(exc).splitlines()[0]) from None

@@ -20,13 +20,10 @@ from typing import Any
 
 from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark, Metrics
-from codereasoner.evaluation.core_metrics import report as core_metrics_report
 from codereasoner.evaluation.generations import read_generations
 from codereasoner.evaluation.reports import (
-    CoreReport,
     PassReport,
     Report,
-    core_report,
     pass_keys,
     pass_report,
 )
@@ -42,7 +39,7 @@ from codereasoner.evaluation.scoring import (
 )
 from codereasoner.execution import Executor, Limits
 from codereasoner.registry import Registry
-from codereasoner.tasks import Answer, Extracted, Extraction, Grading, Item, ParseFailure, Score
+from codereasoner.tasks import Extracted, Extraction, Grading, Item, Score
 from codereasoner.tasks.plans import Memo
 
 __all__ = [
@@ -205,77 +202,6 @@ class PassAtK(Family):
         )
 
 
-class Core(Family):
-    name = CoreReport.kind
-    report_type = CoreReport
-    uses_grading = False
-    uses_sandbox = False
-    pass_at_k = False
-    marker_keys = ("variants",)
-
-    def grade(
-        self,
-        bench: Benchmark,
-        items: Sequence[Item],
-        answers: Mapping[str, Sequence[Extracted]],
-        pool: PoolOpener,
-        grading: Grading,
-        limits: Limits,
-        memo: Memo | None = None,
-    ) -> dict[str, list[Score]]:
-        # Literals compared here, no sandbox; the project (strict) grading is the stored one,
-        # the report grades again under the ancestor's rule.
-        return score(bench, items, answers, None, grading=Grading.STRICT).scores
-
-    def score_file(
-        self, bench: Benchmark, items: Sequence[Item], options: ScoreOptions, pool: PoolOpener
-    ) -> ScoreOutcome:
-        """Under the project grading (the verdicts) and the ancestor's (in the report and,
-        for ``--results``, beside each verdict)."""
-        fmt, answers = read_generations(
-            options.generations, items, options.extract, subset=options.subset
-        )
-        items = [item for item in items if item.id in answers]  # all, without --subset
-        report = core_report(bench, items, answers, str(options.generations), fmt)
-        project = self.grade(bench, items, answers, pool, Grading.STRICT, options.limits)
-        ancestor = {}
-        if options.results is not None:
-            ancestor["ancestor"] = score(bench, items, answers, None).scores
-        warning = parse_failure_warning(bench, project, fmt)
-        return ScoreOutcome(report, project, ancestor, [warning] if warning else [])
-
-    def report(
-        self,
-        bench: Benchmark,
-        items: Sequence[Item],
-        scores: Mapping[str, list[Score]],
-        run: RunReport,
-    ) -> Report:
-        answers: dict[str, list[Extracted]] = {
-            key: [ParseFailure(s.detail) if s.answer is None else Answer(s.answer) for s in value]
-            for key, value in scores.items()
-        }
-        return core_report(bench, items, answers, run.generations, run.format)
-
-    def verdict_report(
-        self,
-        bench: Benchmark,
-        items: Sequence[Item],
-        scores: Mapping[str, list[Score]],
-        run: RunReport,
-    ) -> Report:
-        # The stored verdicts are the project grading's; the ancestor's would need grading again.
-        project = {**core_metrics_report(items, scores), "reasons": reasons(scores)}
-        return CoreReport(
-            benchmark=bench.name,
-            generations=run.generations,
-            format=run.format,
-            items=len(items),
-            samples=sum(len(samples) for samples in scores.values()),
-            variants={"project": project},
-        )
-
-
 def reasons(scores: Mapping[str, Sequence[Score]]) -> dict[str, int]:
     """Verdict counts, most common first."""
     tally = Counter(score.reason.value for samples in scores.values() for score in samples)
@@ -289,7 +215,9 @@ FAMILIES.register(PassAtK())
 FAMILIES.register_lazy(
     Metrics.ACCURACY_CONSISTENCY.value, "codereasoner.families.reval.family:FAMILY"
 )
-FAMILIES.register(Core())
+FAMILIES.register_lazy(
+    Metrics.INVARIANCE_TRANSPARENCY.value, "codereasoner.families.core.family:FAMILY"
+)
 
 
 def family_of(bench: Benchmark) -> Family:

@@ -22,8 +22,6 @@ from codereasoner.tasks.base import (
     Style,
     TaskKind,
     Templates,
-    template,
-    template_sources,
 )
 from codereasoner.tasks.grading import truth_jobs
 from codereasoner.tasks.output_prediction import OutputPrediction
@@ -49,8 +47,6 @@ __all__ = [
     "names",
     "register",
     "run_plans",
-    "template",
-    "template_sources",
     "truth_jobs",
     "unregister",
 ]

@@ -231,25 +231,6 @@ def _template_text(package: str, name: str) -> str:
     return path.read_bytes().decode("utf-8")
 
 
-# The templates of the task kinds defined in this package (CoRE's, by ``core/...`` paths).
-TEMPLATES = Templates("codereasoner.tasks")
-
-
-def template(name: str) -> str:
-    """One of this package's templates by relative path, e.g. ``core/output_direct.txt``."""
-    return TEMPLATES.text(name)
-
-
-def template_sources() -> dict[str, Any]:
-    """Where each of this package's templates comes from."""
-    return TEMPLATES.sources()
-
-
-def fill(template_name: str, fields: Mapping[str, str]) -> str:
-    """One of this package's templates with its ``{field}`` placeholders substituted."""
-    return TEMPLATES.fill(template_name, fields)
-
-
 def check_style(style: StyleT | str, supported: tuple[StyleT, ...]) -> StyleT:
     """The style, as the enum ``supported`` is drawn from; ValueError naming the supported ones
     when it is not one of them."""

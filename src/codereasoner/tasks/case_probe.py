@@ -14,7 +14,7 @@ from __future__ import annotations
 from codereasoner.tasks.base import Grading, Item, check_style
 from codereasoner.tasks.case_reasoning import CaseKind, ReasoningStyle
 from codereasoner.tasks.common import Grade
-from codereasoner.tasks.core_probe import grade_probe
+from codereasoner.tasks.literal_answers import grade_probe
 from codereasoner.tasks.oracle import truth_text
 
 __all__ = ["PROBE_TASK", "CaseProbe"]

@@ -17,8 +17,6 @@ from codereasoner.registry import Registry, RegistryError
 from codereasoner.tasks.base import TaskKind
 from codereasoner.tasks.case_probe import CaseProbe
 from codereasoner.tasks.case_reasoning import CaseBackward, CaseForward
-from codereasoner.tasks.core_output import CoreOutput
-from codereasoner.tasks.core_probe import CoreProbe
 
 __all__ = ["get", "names", "register", "unregister"]
 
@@ -63,8 +61,10 @@ for _name, _target in (
     ("state", "reval.state"),
     ("path", "reval.path"),
     ("output", "reval.output"),
+    ("core_output", "core.output"),
+    ("core_probe", "core.probe"),
 ):
     _KINDS.register_lazy(_name, f"codereasoner.families.{_target}:KIND")
-for _later in (CoreOutput(), CoreProbe(), CaseForward(), CaseBackward(), CaseProbe()):
+for _later in (CaseForward(), CaseBackward(), CaseProbe()):
     register(_later)
 del _name, _target, _later

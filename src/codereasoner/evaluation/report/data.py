@@ -18,7 +18,6 @@ from typing import Any
 from codereasoner.evaluation.families import FAMILIES, load_report
 from codereasoner.evaluation.reports import (
     ACCURACY_CONSISTENCY,
-    CORE_METRICS,
     FRACTION,
     INVARIANCE_TRANSPARENCY,
     PASS_AT_K,
@@ -39,13 +38,13 @@ REVAL = ACCURACY_CONSISTENCY
 OTHER = "other"
 __all__ = [
     "CORE",
-    "CORE_METRICS",
     "FRACTION",
     "PASSK",
     "PERCENT",
     "REVAL",
     "Breakdown",
     "Metric",
+    "core_metrics",
     "pass_keys",
     "reval_metrics",
 ]
@@ -53,6 +52,12 @@ __all__ = [
 
 class ReportDataError(ValueError):
     """A run store that cannot be read; the message is one line naming the file and the fault."""
+
+
+def core_metrics() -> tuple[str, ...]:
+    """CoRE's metrics, in the order its report lists them, from its metric family."""
+    names: tuple[str, ...] = FAMILIES[CORE].report_type.METRICS
+    return names
 
 
 def reval_metrics() -> tuple[tuple[str, str, str | None, str], ...]:

@@ -19,7 +19,6 @@ from codereasoner.evaluation.report import plots
 from codereasoner.evaluation.report.compare import Comparison, compare
 from codereasoner.evaluation.report.data import (
     CORE,
-    CORE_METRICS,
     FRACTION,
     PASSK,
     REVAL,
@@ -27,6 +26,7 @@ from codereasoner.evaluation.report.data import (
     Failure,
     Run,
     benchmark_names,
+    core_metrics,
     metric_names,
     run_labels,
 )
@@ -470,7 +470,7 @@ def _core_variants(runs: Sequence[Run], labels: Sequence[str], comparison: Compa
             runs[r].benchmarks[name].report.get("variants", {}).get(variant, {}).get("mean", {})
             for r in held
         ]
-        for metric in CORE_METRICS:
+        for metric in core_metrics():
             values = [_number(mean.get(metric)) for mean in means]
             # A Cons of a run with nothing right (I and its W both 0) is 1 by construction:
             # agreement about nothing, never the best.

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codereasoner.registry import Registry, RegistryError
+from codereasoner.settings import SettingError
 
 if TYPE_CHECKING:
     from codereasoner.synth.pipeline import CandidateSource
@@ -36,8 +37,11 @@ __all__ = [
     "GeneratorKind",
     "GeneratorOption",
     "GeneratorSettings",
+    "OptionMissing",
+    "OptionNotTaken",
     "all_options",
     "get",
+    "given_options",
     "names",
     "register",
     "unregister",
@@ -219,6 +223,40 @@ def all_options() -> Iterator[GeneratorOption]:
 def takers(option: str) -> list[str]:
     """The generators that declare an option called ``option``."""
     return [kind.name for kind in _generators.values() if kind.option(option) is not None]
+
+
+class OptionNotTaken(ValueError):
+    """An option given to a generator that does not declare it."""
+
+    def __init__(self, option: str) -> None:
+        self.option = option
+        self.takers = takers(option)
+        super().__init__(f"{option} applies to generator {' or '.join(self.takers)} only")
+
+
+class OptionMissing(ValueError):
+    """A generator's required option, not given."""
+
+    def __init__(self, generator: str, option: GeneratorOption) -> None:
+        self.generator = generator
+        self.option = option
+        super().__init__(f"generator {generator} needs {option.name}")
+
+
+def given_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options given for generator ``name`` (those not None). SettingError for an unknown
+    generator, :class:`OptionNotTaken` for an option it does not declare, :class:`OptionMissing`
+    for a required one not given."""
+    kind = _generators.get(name)
+    if kind is None:
+        raise SettingError("generator", name, " or ".join(names()))
+    given = {key: value for key, value in options.items() if value is not None}
+    for key in given:
+        if kind.option(key) is None:
+            raise OptionNotTaken(key)
+    for option in kind.missing(given):
+        raise OptionMissing(name, option)
+    return given
 
 
 for _kind in BUILTIN:

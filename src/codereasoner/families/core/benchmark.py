@@ -14,7 +14,8 @@ item ids are ``<id>#<n>``, ``n`` counting the records that share an ``id`` in fi
 - not gradable, hence not items (listed by :func:`skipped_probes`): the null probe ``Fine/63_6``
   and the entries of :data:`EXCLUDED` (no value stated, or none that any answer could match).
 
-Output samples have no ``func_name``: the entry point comes from the code (:func:`entry_point`);
+Output samples have no ``func_name``: the entry point comes from the code
+(:func:`~codereasoner.benchmarks.core_programs.entry_point`);
 implementations are the distinct ``code`` texts of a problem. Hidden probe fields
 (``reasoning``, ``target_*``, ``answer_type``, ``complexity_type``) go to metadata, never to the
 prompt fields.
@@ -22,7 +23,6 @@ prompt fields.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 from collections.abc import Mapping
@@ -31,13 +31,14 @@ from typing import Any
 
 from codereasoner import values
 from codereasoner.benchmarks.cache import LOCAL, DataUnavailable, Source
+from codereasoner.benchmarks.core_programs import entry_point
 from codereasoner.benchmarks.spec import Benchmark, Metrics
 from codereasoner.execution import CallSyntaxError
 from codereasoner.execution.call import check_entry
+from codereasoner.families.core.output import OUTPUT_TASK
+from codereasoner.families.core.probe import PROBE_TASK
 from codereasoner.files import parse_json
 from codereasoner.tasks import Extraction, Item
-from codereasoner.tasks.core_output import OUTPUT_TASK, PREAMBLE, program
-from codereasoner.tasks.core_probe import PROBE_TASK
 
 COMMIT = "d735fad4b6de791eae544b59e726bfb8586095b7"
 UPSTREAM = f"https://github.com/ZJUSig/CoRE/tree/{COMMIT}"
@@ -82,7 +83,6 @@ EXCLUDED: dict[str, tuple[str, str]] = {
     "Fine/150_38#0": ("f7217c71a3c2", "a TypeError under a false premise: n is the int 1"),
     "Fine/96_16#0": ("5f49e33e1399", "a memory address ('<range_iterator object at 0x...>')"),
 }  # fmt: skip
-BUILD_COMMAND = "core"  # 'codereasoner core build' writes CoRE-style benchmarks (core_build.py)
 NULL_PROBE = "null probe: question, ground_truth and target step are all null"
 DIMENSIONS = {
     "A": ("arithmetic", "modulo", "index"),
@@ -93,7 +93,17 @@ DIMENSIONS = {
 _FAMILIES = (("rewrite:", "rewrite"), ("given", "given"), ("deepseek", "DeepSeek"), ("claude", "Claude"), ("gemini", "Gemini"),
              ("qwen", "Qwen"), ("o1", "OpenAI"), ("4o", "OpenAI"), ("gpt", "OpenAI"))  # fmt: skip
 _JSON = (str, int, float, bool, list, dict, type(None))
-__all__ = ["BENCHMARKS", "IO", "PREAMBLE", "QA", "load", "program", "skipped_probes"]
+__all__ = [
+    "BENCHMARKS",
+    "CORE",
+    "GENERATED",
+    "IO",
+    "OUTPUT",
+    "PROBE",
+    "QA",
+    "load",
+    "skipped_probes",
+]
 
 
 def load(paths: Mapping[str, Path], benchmark: str, kinds: tuple[str, ...]) -> list[Item]:
@@ -251,35 +261,6 @@ def load_outputs(path: Path, benchmark: str) -> list[Item]:
             )
         )
     return items
-
-
-def entry_point(code: str) -> str | None:
-    """``Solution().<method>`` or a top-level function that no other one calls (the last)."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "Solution":
-            methods = [f for f in node.body if isinstance(f, ast.FunctionDef)]
-            public = [f for f in methods if not f.name.startswith("_")] or methods
-            name = _root(public)
-            return None if name is None else f"Solution().{name}"
-    return _root([node for node in tree.body if isinstance(node, ast.FunctionDef)])
-
-
-def _root(functions: list[ast.FunctionDef]) -> str | None:
-    def called(by: ast.FunctionDef) -> set[str]:
-        names = set()
-        for node in ast.walk(by):
-            if isinstance(node, ast.Call):
-                func = node.func
-                names.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
-        return names
-
-    callees = set().union(*(called(f) - {f.name} for f in functions)) if functions else set()
-    roots = [f.name for f in functions if f.name not in callees] or [f.name for f in functions]
-    return roots[-1] if roots else None
 
 
 # ---------------------------------------------------------------------------------------
@@ -457,49 +438,48 @@ def _declare(
     )
 
 
-BENCHMARKS = (
-    _declare(
-        "core",
-        "CoRE",
-        "output prediction over equivalent implementations and intermediate-state probes of "
-        "the same 60 problems",
-        (OUTPUT_TASK, PROBE_TASK),
-        (IO, QA),
-        {"items": 2216, "outputs": 1978, "probes": 243, "graded_probes": 238, "problems": 60},
-    ),
-    _declare(
-        "core-output",
-        "CoRE output prediction",
-        "predict f(x) for each of several functionally equivalent implementations",
-        (OUTPUT_TASK,),
-        (IO,),
-        {"items": 1978, "implementations": 255, "problems": 60},
-    ),
-    _declare(
-        "core-probe",
-        "CoRE intermediate-state probes",
-        "answer a question about an intermediate state of one run",
-        (PROBE_TASK,),
-        (QA,),
-        {"items": 238, "probes": 243, "graded_probes": 238, "problems": 60},
-    ),
-    # A benchmark built by 'codereasoner core build' (benchmarks/core_build.py): CoRE's files and
-    # loader, local data only (--data-dir the build folder).
-    _declare(
-        "core-gen",
-        "CoRE-style, generated",
-        "a 'core build' benchmark: output prediction over verified rewrites and exact probes "
-        "from our traces",
-        (OUTPUT_TASK, PROBE_TASK),
-        (
-            Source(IO.filename, "a 'codereasoner core build' output folder", kind=LOCAL),
-            Source(QA.filename, "a 'codereasoner core build' output folder", kind=LOCAL),
-        ),
-        {},
-        dataset="core-gen",
-        metric_note="I, Is, W, Ws, RCS x 100 and Cons (both definitions), per-problem means, "
-        "over the problems of the build",
-        license="as the programs it was built from (see the build's summary.json 'settings')",
-        upstream="generated locally by 'codereasoner core build'",
-    ),
+CORE = _declare(
+    "core",
+    "CoRE",
+    "output prediction over equivalent implementations and intermediate-state probes of "
+    "the same 60 problems",
+    (OUTPUT_TASK, PROBE_TASK),
+    (IO, QA),
+    {"items": 2216, "outputs": 1978, "probes": 243, "graded_probes": 238, "problems": 60},
 )
+OUTPUT = _declare(
+    "core-output",
+    "CoRE output prediction",
+    "predict f(x) for each of several functionally equivalent implementations",
+    (OUTPUT_TASK,),
+    (IO,),
+    {"items": 1978, "implementations": 255, "problems": 60},
+)
+PROBE = _declare(
+    "core-probe",
+    "CoRE intermediate-state probes",
+    "answer a question about an intermediate state of one run",
+    (PROBE_TASK,),
+    (QA,),
+    {"items": 238, "probes": 243, "graded_probes": 238, "problems": 60},
+)
+# A benchmark built by 'codereasoner core build' (benchmarks/core_build.py): CoRE's files and
+# loader, local data only (--data-dir the build folder).
+GENERATED = _declare(
+    "core-gen",
+    "CoRE-style, generated",
+    "a 'core build' benchmark: output prediction over verified rewrites and exact probes "
+    "from our traces",
+    (OUTPUT_TASK, PROBE_TASK),
+    (
+        Source(IO.filename, "a 'codereasoner core build' output folder", kind=LOCAL),
+        Source(QA.filename, "a 'codereasoner core build' output folder", kind=LOCAL),
+    ),
+    {},
+    dataset="core-gen",
+    metric_note="I, Is, W, Ws, RCS x 100 and Cons (both definitions), per-problem means, "
+    "over the problems of the build",
+    license="as the programs it was built from (see the build's summary.json 'settings')",
+    upstream="generated locally by 'codereasoner core build'",
+)
+BENCHMARKS = (CORE, OUTPUT, PROBE, GENERATED)

@@ -1,6 +1,6 @@
 """CoRE output prediction: predict ``f(x)`` for each of several equivalent implementations.
 
-Prompts are CoRE's IO, CoT and CoC templates (paper App. B.1, ``templates/core/``). Answers are
+Prompts are CoRE's IO, CoT and CoC templates (paper App. B.1, this folder's ``templates/``). Answers are
 located by one project rule shared with the probes (:func:`extract_answer`), then read as a
 literal (:func:`read_value`) and never evaluated. Two gradings (docs/benchmark-rules.md, "CoRE: gradings"):
 
@@ -25,7 +25,9 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from codereasoner import values
+from codereasoner.benchmarks.core_programs import PREAMBLE
 from codereasoner.execution import Executor, Program
+from codereasoner.families.core import TEMPLATES
 from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
     Answer,
@@ -36,15 +38,14 @@ from codereasoner.tasks.base import (
     ParseFailure,
     Reason,
     Score,
-    fill,
 )
 from codereasoner.tasks.common import NO_ANSWER_TAG, Grade, PlannedTask
 from codereasoner.tasks.grading import is_python_literal
+from codereasoner.tasks.literal_answers import read_value
 from codereasoner.tasks.oracle import THOUGHT, style_name, truth_text
 from codereasoner.tasks.plans import GradingPlan, verdict
 
 OUTPUT_TASK = "core_output"
-PREAMBLE = "from typing import *"  # LiveCodeBench implementations use List, Optional, ...
 
 
 class CoreStyle(StrEnum):
@@ -55,10 +56,10 @@ class CoreStyle(StrEnum):
     COC = "coc"
 
 
-TEMPLATES = {
-    CoreStyle.DIRECT: "core/output_direct.txt",
-    CoreStyle.COT: "core/output_cot.txt",
-    CoreStyle.COC: "core/output_coc.txt",
+_TEMPLATES = {
+    CoreStyle.DIRECT: "output_direct.txt",
+    CoreStyle.COT: "output_cot.txt",
+    CoreStyle.COC: "output_coc.txt",
 }
 _TAGS = re.compile(r"\[/?(?:ANSWER|PYTHON|THOUGHT)\]")
 _LABEL = re.compile(r"^[#>*_`\s-]*(?:final\s+)?answer[\s*_`]*:(.*)$", re.IGNORECASE)
@@ -161,18 +162,6 @@ def ancestor_output(text: str) -> Extracted:
     return Answer(matches[-1] if matches else "")
 
 
-def read_value(text: str) -> tuple[bool, object]:
-    """``(True, value)`` for the literal the text states (all of it, else its longest literal
-    prefix: trailing prose is cut); ``(False, None)`` when there is none."""
-    for candidate in (text, extraction.robust_value(text)):
-        if candidate is not None:
-            try:
-                return True, values.parse(candidate)
-            except values.ValueParseError:
-                continue
-    return False, None
-
-
 # ---------------------------------------------------------------------------------------
 # grading
 # ---------------------------------------------------------------------------------------
@@ -252,7 +241,7 @@ class CoreOutput(CoreKind):
     styles = tuple(CoreStyle)
 
     def prompt(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
-        return fill(TEMPLATES[core_style(style)], item.fields)
+        return TEMPLATES.fill(_TEMPLATES[core_style(style)], item.fields)
 
     def extract(
         self,
@@ -279,3 +268,6 @@ class CoreOutput(CoreKind):
     def grader(self, item: Item, grading: Grading) -> Grade:
         grade = grade_ancestor if grading is Grading.OFFICIAL else grade_project
         return lambda sample, text: grade(item, sample, text)
+
+
+KIND = CoreOutput()

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from codereasoner.evaluation.metrics import standard_error
+from codereasoner.families.core.output import OUTPUT_TASK
+from codereasoner.families.core.probe import PROBE_TASK
 from codereasoner.tasks import Item, Score
-from codereasoner.tasks.core_output import OUTPUT_TASK
-from codereasoner.tasks.core_probe import PROBE_TASK
 
 METRICS = ("I", "Is", "Is_pairs", "W", "Ws", "RCS", "Cons_paper", "Cons_text")
 
@@ -218,24 +218,3 @@ def _average_tables(tables: list[dict[str, dict[str, float]]], key: str) -> dict
         name: {**row, key: sum(table[name][key] for table in tables) / len(tables)}
         for name, row in tables[0].items()
     }
-
-
-def report_lines(variants: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Plain-text tables of ``{variant: report}`` for the command line."""
-    names = list(variants)
-    lines = ["metric      " + "".join(f"{name:>12}" for name in names)]
-    for metric in METRICS:
-        cells = [variants[name]["mean"][metric] for name in names]
-        lines.append(
-            f"{metric:<12}"
-            + "".join(f"{'-':>12}" if cell is None else f"{cell:>12.4f}" for cell in cells)
-        )
-    first = variants[names[0]]["mean"]
-    lines.append("problems: " + ", ".join(f"{k} {v}" for k, v in first["problems"].items()))
-    for title, table, key in (
-        ("Ws by dimension", "dimensions", "Ws"),
-        ("Is by code family", "families", "Is"),
-    ):
-        rows = [f"{name} {row[key]:.2f}" for name, row in first[table].items()]
-        lines.append(f"{title} ({names[0]}): " + (", ".join(rows) or "-"))
-    return lines

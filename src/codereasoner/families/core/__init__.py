@@ -1,0 +1,18 @@
+"""CoRE (Gao et al., Findings of ACL 2026): output prediction over equivalent implementations
+and intermediate-state probes, scored as implementation invariance (I, Is) and process
+transparency (W, Ws), with RCS and Cons.
+
+- ``benchmark``: the declarations (``core``, ``core-output``, ``core-probe``, and ``core-gen``,
+  a benchmark written by ``codereasoner core build``) and their loader, with the answer key;
+- ``output``, ``probe``: the two task kinds, their extraction and gradings;
+- ``metrics``, ``report``, ``family``: I, Is, W, Ws, RCS and Cons, the report, and the metric
+  family that ``eval`` and ``score`` both grade through;
+- ``templates/``: CoRE's output prompts (paper App. B.1), with their sources.
+
+The builder of CoRE-style benchmarks sits below, in :mod:`codereasoner.benchmarks.core_build`:
+it writes the files this folder reads.
+"""
+
+from codereasoner.tasks.base import Templates
+
+TEMPLATES = Templates(__name__)
