@@ -39,6 +39,7 @@ from codereasoner.evaluation.reports import PassReport
 from codereasoner.evaluation.scoring import sample_results, write_results
 from codereasoner.execution import Executor, Limits
 from codereasoner.execution.sandbox import ISOLATION_MODES
+from codereasoner.settings import SettingError
 from codereasoner.tasks import Grading, Item
 from codereasoner.tasks.base import extraction_modes
 
@@ -184,7 +185,7 @@ def score_command(
         pool = lazy_pool(stack, workers=workers, limits=options.limits, isolation=isolation)
         try:
             outcome = family.score_file(benchmark, items, options, pool)
-        except (GenerationsError, ValueError) as exc:
+        except (GenerationsError, SettingError) as exc:  # the file or a setting, not a fault
             fail(flag_message(exc))
     _PRINTERS[outcome.report.kind](_conclude(items, outcome, options), as_json)
 

@@ -8,12 +8,13 @@ from collections.abc import Mapping, Sequence
 
 from codereasoner.benchmarks import Benchmark
 from codereasoner.evaluation.families import Family, PoolOpener, RunReport, reasons
-from codereasoner.evaluation.generations import read_generations
+from codereasoner.evaluation.generations import GenerationsError, read_generations
 from codereasoner.evaluation.reports import Report
 from codereasoner.evaluation.score_options import ScoreOptions, ScoreOutcome
 from codereasoner.evaluation.scoring import parse_failure_warning, score
 from codereasoner.execution import Limits
 from codereasoner.families.core.metrics import report as core_metrics_report
+from codereasoner.families.core.metrics import runs
 from codereasoner.families.core.report import CoreReport, core_report
 from codereasoner.tasks import Answer, Extracted, Grading, Item, ParseFailure, Score
 from codereasoner.tasks.plans import Memo
@@ -52,6 +53,10 @@ class Core(Family):
             options.generations, items, options.extract, subset=options.subset
         )
         items = [item for item in items if item.id in answers]  # all, without --subset
+        try:
+            runs(answers)
+        except ValueError as exc:  # a file of uneven runs: the file's fault, said before grading
+            raise GenerationsError(f"{options.generations}: {exc}") from None
         report = core_report(bench, items, answers, str(options.generations), fmt)
         project = self.grade(bench, items, answers, pool, Grading.STRICT, options.limits)
         ancestor = {}

@@ -173,8 +173,9 @@ def outcomes(
     return outputs, probes
 
 
-def runs(scores: Mapping[str, Sequence[Score]]) -> int:
-    """The number of runs: every item must have the same number of samples."""
+def runs(scores: Mapping[str, Sequence[object]]) -> int:
+    """The number of runs: every item must have the same number of samples (ValueError
+    otherwise)."""
     counts = {len(samples) for samples in scores.values()}
     if len(counts) != 1:
         fewest = min(scores, key=lambda key: len(scores[key]))
