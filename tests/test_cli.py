@@ -62,7 +62,7 @@ def test_run_detects_hash_seed_nondeterminism(tmp_path: Path) -> None:
         (["run", "PROGRAM", "--call", "f(1)", "--seeds", "a,b"], "--seeds: expected"),
         (
             ["run", "PROGRAM", "--call", "f(1)", "--timeout", "-1"],
-            "--timeout -1.0: expected a positive number",
+            "--timeout -1: expected a positive number",
         ),
         (
             ["run", "PROGRAM", "--call", "f(1)", "--isolation", "docker"],

@@ -406,7 +406,7 @@ def test_the_documented_evaluate_example_runs(
 
 def test_evaluate_refuses_bad_settings_like_the_command(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    with pytest.raises(RunError, match="--top-p 2"):
+    with pytest.raises(RunError, match=r"^top_p 2: expected a number in \(0, 1\]$"):
         evaluate("oracle", ["cruxeval-o"], out, top_p=2, data_dir=FIXTURES)
     with pytest.raises(RunError, match="--bench"):
         evaluate("oracle", ["nope"], out, data_dir=FIXTURES)

@@ -192,13 +192,13 @@ def test_a_vllm_model_without_vllm_names_the_extra_to_install(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("command", "arguments", "expected"),
     [
-        ("run", ["--timeout", "0"], "--timeout 0.0: expected a positive number"),
+        ("run", ["--timeout", "0"], "--timeout 0: expected a positive number"),
         ("run", ["--timeout", "nan"], "--timeout nan: expected a positive number"),
         ("run", ["--memory-mb", "1"], "--memory-mb 1: expected at least 16"),
         ("run", ["--isolation", "foo"], "--isolation 'foo': expected one of auto, bubblewrap"),
         ("run", ["--seeds", "-1"], "--seeds -1: expected integers from 0 to 4294967295"),
         ("run", ["--seeds", "0,4294967296"], "--seeds 4294967296: expected integers from 0"),
-        ("trace", ["--timeout", "0"], "--timeout 0.0: expected a positive number"),
+        ("trace", ["--timeout", "0"], "--timeout 0: expected a positive number"),
         ("trace", ["--max-steps", "0"], "--max-steps 0: expected a positive number"),
         ("trace", ["--max-value-chars", "3"], "--max-value-chars 3: expected at least 16"),
         ("trace", ["--isolation", "foo"], "--isolation 'foo': expected one of"),

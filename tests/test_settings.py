@@ -10,7 +10,9 @@ import pytest
 from codereasoner.benchmarks.core_build import BuildSettings
 from codereasoner.cli.common import flag_message, flag_of
 from codereasoner.evaluation import build_core, synthesize
+from codereasoner.evaluation.run_settings import RunError, RunSettings, check_settings
 from codereasoner.execution import Limits, Pool, TraceOptions
+from codereasoner.models.base import Sampling
 from codereasoner.settings import SettingError, check_at_least
 from codereasoner.synth.pipeline import SynthConfig
 from tests.commands import invoke
@@ -44,12 +46,30 @@ def test_lower_layers_name_the_setting_never_a_flag(make: object, setting: str) 
     assert raised.value.setting == setting and "--" not in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    ("settings", "setting"),
+    [
+        (RunSettings(("cruxeval-o",), n=0), "n"),
+        (RunSettings(("cruxeval-o",), workers=0), "workers"),
+        (RunSettings(("cruxeval-o",), sampling=Sampling(top_p=2.0)), "top_p"),
+        (RunSettings(("cruxeval-o",), isolation="none"), "isolation"),
+    ],
+)
+def test_a_run_is_refused_by_setting(settings: RunSettings, setting: str) -> None:
+    with pytest.raises(RunError) as raised:
+        check_settings(settings)
+    cause = raised.value.__cause__
+    assert isinstance(cause, SettingError) and cause.setting == setting
+    assert str(raised.value) == str(cause) and "--" not in str(cause)
+    assert flag_message(raised.value).startswith(flag_of(setting) + " ")
+
+
 def test_only_the_command_line_names_flags() -> None:
     assert (
         flag_of("timeout_s") == "--timeout" and flag_of("max_output_chars") == "--max-output-chars"
     )
     assert flag_message(SettingError("timeout_s", 0.0, "a positive number")) == (
-        "--timeout 0.0: expected a positive number"
+        "--timeout 0: expected a positive number"
     )
     assert flag_message(ValueError("plain text")) == "plain text"
 
@@ -73,7 +93,7 @@ def test_the_apis_and_the_commands_refuse_alike(tmp_path: Path) -> None:
          "--variants 0: expected a positive number"),
         (("core", "build", "--from", f"synth:{empty}", "--out", tmp_path / "c"),
          f"--from 'synth:{empty}': expected a usable program (none read)"),
-        (("run", tmp_path / "p.py", "-c", "f()", "--timeout", "0"), "--timeout 0.0: expected"),
+        (("run", tmp_path / "p.py", "-c", "f()", "--timeout", "0"), "--timeout 0: expected"),
     ):  # fmt: skip
         (tmp_path / "p.py").write_text("def f():\n    return 1\n")
         done = invoke(*args)

@@ -23,8 +23,12 @@ class SettingError(ValueError):
 
     @property
     def shown(self) -> str:
-        """The value as a message shows it: text quoted, numbers as typed."""
-        return repr(self.value) if isinstance(self.value, str) else str(self.value)
+        """The value as a message shows it: text quoted, numbers as typed (``2``, not ``2.0``)."""
+        if isinstance(self.value, str):
+            return repr(self.value)
+        if isinstance(self.value, float):
+            return format(self.value, "g")
+        return str(self.value)
 
     def named(self, name: str) -> str:
         """The message with the setting called ``name`` (a flag, say)."""

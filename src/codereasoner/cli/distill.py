@@ -136,7 +136,7 @@ def distill_command(
             with interruptible(out), bars.progress:
                 summary = distiller.run()
     except (RunError, BackendError) as exc:
-        fail(f"{exc} (re-run with the same --out to resume)")
+        fail(f"{flag_message(exc)} (re-run with the same --out to resume)")
     finally:
         backend.close()
     if as_json:

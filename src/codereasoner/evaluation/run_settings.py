@@ -17,6 +17,7 @@ from codereasoner.evaluation.store import STORE_NAME
 from codereasoner.execution import SandboxUnavailable, check_executor
 from codereasoner.execution.sandbox import ISOLATION_MODES
 from codereasoner.models.base import Sampling, model_identity
+from codereasoner.settings import SettingError
 from codereasoner.synth.writer import LOCK_FILE
 
 FORMAT = "run-store"  # the reports' "format" field
@@ -94,22 +95,29 @@ class RunSettings:
         return {key: config[key] for key in FIXED}
 
 
+def refused(setting: str, value: object, expected: str) -> RunError:
+    """A RunError caused by the :class:`SettingError` it words, to raise: the command line
+    names the setting's flag from its cause."""
+    error = SettingError(setting, value, expected)
+    refusal = RunError(str(error))
+    refusal.__cause__ = error
+    return refusal
+
+
 def check_settings(settings: RunSettings) -> None:
-    """RunError (one line naming the option) for settings no run can use; checks nothing
-    on disk, so it can run before anything is created."""
+    """RunError (one line naming the setting, raised from a SettingError) for settings no run
+    can use; checks nothing on disk, so it can run before anything is created."""
     _check_sampling(settings.sampling)
     if settings.n < 1:
-        raise RunError(f"--n {settings.n}: expected at least 1 sample per item")
+        raise refused("n", settings.n, "at least 1 sample per item")
     if settings.limit is not None and settings.limit < 1:
-        raise RunError(f"--limit {settings.limit}: expected at least 1 item")
+        raise refused("limit", settings.limit, "at least 1 item")
     if settings.timeout is not None and not settings.timeout > 0:
-        raise RunError(f"--timeout {settings.timeout:g}: expected a positive number of seconds")
+        raise refused("timeout", settings.timeout, "a positive number of seconds")
     if settings.workers is not None and settings.workers < 1:
-        raise RunError(f"--workers {settings.workers}: expected at least 1 sandbox worker")
+        raise refused("workers", settings.workers, "at least 1 sandbox worker")
     if settings.isolation not in ISOLATION_MODES:
-        raise RunError(
-            f"--isolation {settings.isolation!r}: expected one of {', '.join(ISOLATION_MODES)}"
-        )
+        raise refused("isolation", settings.isolation, f"one of {', '.join(ISOLATION_MODES)}")
     try:
         check_executor(settings.executor)
     except ValueError as exc:
@@ -120,13 +128,13 @@ def check_settings(settings: RunSettings) -> None:
 
 def _check_sampling(sampling: Sampling) -> None:
     if not (math.isfinite(sampling.temperature) and sampling.temperature >= 0):
-        raise RunError(f"--temperature {sampling.temperature:g}: expected a number >= 0")
+        raise refused("temperature", sampling.temperature, "a number >= 0")
     if not 0 < sampling.top_p <= 1:
-        raise RunError(f"--top-p {sampling.top_p:g}: expected a number in (0, 1]")
+        raise refused("top_p", sampling.top_p, "a number in (0, 1]")
     if sampling.max_tokens is not None and sampling.max_tokens < 1:
-        raise RunError(f"--max-tokens {sampling.max_tokens}: expected at least 1 token")
+        raise refused("max_tokens", sampling.max_tokens, "at least 1 token")
     if sampling.seed is not None and sampling.seed < 0:
-        raise RunError(f"--seed {sampling.seed}: expected an integer >= 0")
+        raise refused("seed", sampling.seed, "an integer >= 0")
 
 
 def check_data_dir(data_dir: Path | None) -> None:

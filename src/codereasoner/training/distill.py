@@ -33,6 +33,7 @@ from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.cases import CASES, cases_file, cases_folder
+from codereasoner.evaluation.run_settings import refused
 from codereasoner.evaluation.runner import Events, RunError, Runner, RunSettings
 from codereasoner.evaluation.store import RunStore, StoredCompletion
 from codereasoner.execution import Executor, SandboxUnavailable, open_executor
@@ -135,14 +136,14 @@ class Distiller:
         pool: Executor | None = None,
     ) -> None:
         if settings.k < 1:
-            raise RunError(f"--k {settings.k}: expected at least 1 sample per item")
+            raise refused("k", settings.k, "at least 1 sample per item")
         if settings.hint is not None and settings.hint not in HINTS:
-            raise RunError(f"--hint {settings.hint!r}: expected {' or '.join(HINTS)}")
+            raise refused("hint", settings.hint, " or ".join(HINTS))
         if settings.probes_per_case < 1:
-            raise RunError(f"--probes-per-case {settings.probes_per_case}: expected at least 1")
+            raise refused("probes_per_case", settings.probes_per_case, "at least 1")
         if settings.style not in tuple(ReasoningStyle):
             names = ", ".join(style.value for style in ReasoningStyle)
-            raise RunError(f"--style {settings.style!r}: expected one of {names}")
+            raise refused("style", settings.style, f"one of {names}")
         self.out = Path(out)
         self.backend = backend
         self.settings = settings
