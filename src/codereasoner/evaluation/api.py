@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner.evaluation.plugins import PluginError, load_plugins
+from codereasoner.evaluation.run_settings import refused
 from codereasoner.evaluation.runner import (
     Events,
     RunError,
@@ -48,9 +49,9 @@ def open_backend(
     ``key=value,...`` text as ``--model-args`` takes); RunError naming the flag (``flag``: the
     one that gave the spec)."""
     if concurrency is not None and concurrency < 1:
-        raise RunError(f"--concurrency {concurrency}: expected at least 1 request in flight")
+        raise refused("concurrency", concurrency, "at least 1 request in flight")
     if request_timeout is not None and not request_timeout > 0:
-        raise RunError(f"--request-timeout {request_timeout:g}: expected a positive number")
+        raise refused("request_timeout", request_timeout, "a positive number")
     options = {"concurrency": concurrency, "timeout_s": request_timeout}
     try:
         extra = parse_options(model_args) if isinstance(model_args, str) else dict(model_args or {})

@@ -63,6 +63,7 @@ from codereasoner.evaluation.run_settings import (
     check_out,
     check_settings,
     default_run_dir,
+    refused,
     run_file_at,
 )
 from codereasoner.evaluation.run_summary import Events, Quiet, RunSummary
@@ -135,10 +136,9 @@ class Runner:
         check_settings(settings)
         check_data_dir(settings.data_dir)
         check_out(Path(run_dir))
-        try:
-            self.grading = Grading(settings.grading)
-        except ValueError:
-            raise RunError(f"--grading {settings.grading!r}: expected official or strict") from None
+        if settings.grading not in set(Grading):
+            raise refused("grading", settings.grading, "official or strict")
+        self.grading = Grading(settings.grading)
         self.run_dir = Path(run_dir)
         self.backend = backend
         self.identity = model_identity(backend.model_id)  # the store's key for the model

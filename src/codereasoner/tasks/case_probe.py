@@ -4,9 +4,10 @@ often a loop ran), with the exact answer our tracer recorded.
 
 The prompt shows the code, the call and the question (``fields["question"]``), and asks, like
 the other case kinds, for the answer as a literal in the last ``<Answer>…</Answer>``. Grading
-needs no sandbox: the answer is matched against the probe's truth by CoRE's probe matcher
-(:func:`codereasoner.tasks.core_probe.grade_probe`: a literal equal under lenient comparison, a
-single ``name = value`` read as its value, a bare string for a string truth).
+needs no sandbox: the answer is matched against the probe's truth by the probe matcher CoRE's
+probes use too (:func:`codereasoner.tasks.literal_answers.grade_probe`: a literal equal under
+lenient comparison, a single ``name = value`` read as its value, a bare string for a string
+truth).
 """
 
 from __future__ import annotations
