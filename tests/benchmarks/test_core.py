@@ -67,7 +67,7 @@ def test_every_record_loads_and_the_probe_policy_is_pinned() -> None:
     sources = Counter(item.metadata["gold_source"] for item in items)
     assert sources == {"literal": 218, "answer_key": 18, "dict": 2}
     assert sum(item.metadata["multi_part"] for item in items) == 13
-    # Free text (values.parse cannot read it): 21 strings (benchmarks.md counts 22 with
+    # Free text (values.parse cannot read it): 21 strings (docs/benchmark-rules.md counts 22 with
     # ast.literal_eval, which also rejects "inf"); each is restated or excluded, none silently.
     free = {f"{r['id']}#{n}" for r, n in _numbered(records) if _free_text(r["ground_truth"])}
     assert len(free) == 21 and free == set(core.ANSWER_KEY) | (
@@ -108,7 +108,7 @@ def test_hidden_fields_never_reach_the_prompt_and_dimensions_follow_the_keywords
             text = probe.prompt(item, style)
             assert record["reasoning"] not in text and record["complexity_type"] not in text
             assert f"Question: {record['question']}\n" in text
-    # benchmarks.md 5.3: the keyword mapping gives A 56, L 145, S 177, B 91 on the 242 probes.
+    # docs/benchmark-rules.md, CoRE: the keyword mapping gives A 56, L 145, S 177, B 91 on the 242 probes.
     tally = Counter(
         d for r in records.values() if r["question"] for d in core.dimensions(r["complexity_type"])
     )
@@ -147,7 +147,7 @@ def test_ground_truths_against_our_tracer(pool: Pool) -> None:
 
     CoRE's step k is our k-th line event together with the line that ran just before it (its
     trace shows the state after that line). Numbering: our k-th event is on CoRE's line + 1 for
-    213 of the 238 (benchmarks.md 5.3: 216 of 242 on 3.10/3.11, 203 on 3.12). Agreement: the gold is a value recorded there (a
+    213 of the 238 (docs/benchmark-rules.md, CoRE: 216 of 242 on 3.10/3.11, 203 on 3.12). Agreement: the gold is a value recorded there (a
     named variable or ``name[i]`` element before or after the step, the condition outcome, the
     returned value). 215 of 238 agree (a value the question names, so premises are not
     checked: Fine/118_8#0 'a' is word[1] although the call returns ""); 6 more only one to

@@ -320,7 +320,7 @@ def full(pool: Pool, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Item
 
 @NEEDS_SHARED
 def test_full_counts(full: dict[str, Item]) -> None:
-    """benchmarks.md 4.1: 154 programs, 690 pairs (HumanEval 396, ClassEval 294) and 3,152 line
+    """docs/benchmark-rules.md, "REval: counts": 154 programs, 690 pairs (HumanEval 396, ClassEval 294) and 3,152 line
     questions (HumanEval 1,157, ClassEval 1,995), each asked as coverage, state and path."""
     pairs = reval.read_pairs(paths(SHARED))
     assert len({pair.row["task_id"] for pair in pairs}) == 154
@@ -399,7 +399,7 @@ def test_full_traced_outputs_equal_the_recorded_outputs(full: dict[str, Item]) -
 
 @NEEDS_SHARED
 def test_full_output_subsets(full: dict[str, Item]) -> None:
-    """benchmarks.md 4.7 counts 21 leaking ClassEval questions; the rule it states (a literal
+    """docs/benchmark-rules.md, "REval: leaking questions and pitfalls", counts 21 leaking ClassEval questions; the rule it states (a literal
     first argument where ``??`` replaced a later one) finds 20 (programs 85 x5, 96 x3, 114 x4,
     123 x2, 129 x2, 132 x3, 139 x1); no other assertion shape shows the gold value. The 17
     ``assertTrue(??)`` / ``assertFalse(??)`` questions match the spec."""

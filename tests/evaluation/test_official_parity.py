@@ -15,7 +15,7 @@ from tests.conftest import SHARED_DATA
 
 DATA = SHARED_DATA / "cruxeval"
 SAMPLES = DATA / "samples"
-# benchmarks.md §2.6: the stored floats of the official scored files.
+# docs/benchmark-rules.md, "CRUXEval: pass@k and official scores": the stored floats of the official scored files.
 PUBLISHED = {
     "input": (35.94999999999998, 44.991071428571416),
     "output": (34.212500000000006, 40.286706349206355),

@@ -34,7 +34,7 @@ PROBE = CoreProbe()
 
 
 def _spec_blocks() -> list[str]:
-    """The three output templates of benchmarks.md 5.4, as printed there (braces unescaped)."""
+    """The three output templates of the reference specification's CoRE section, as printed there (braces unescaped)."""
     text = REFERENCE.read_text(encoding="utf-8")
     section = text[text.index("Standard output (IO; source: CoRE paper App. B.1)") :]
     return re.findall(r"\n```\n(You are given a Python function.*?)\n```\n", section, re.S)[:3]

@@ -36,7 +36,7 @@ BUILTIN = (
     "core_probe",
 )
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-# Where the server stops the completion (benchmarks.md §1; the phind style stops at "# done"):
+# Where the server stops the completion (docs/benchmark-rules.md, "Stop sequences"; the phind style stops at "# done"):
 # the oracle writes the closing text too, as a model would.
 TAGGED = ("output_prediction", "input_prediction", "coverage", "state", "path", "output")
 STOPS = {**dict.fromkeys(TAGGED, ("[/ANSWER]",)), "lcb_execution": ("###",)}

@@ -35,7 +35,7 @@ RUNNING_MAX = (
 )
 # The item a completion answers: robust path extraction reads line numbers in its program.
 QUESTION = {name: Item(f"q/{name}", "reval", name, program=RUNNING_MAX) for name in KIND_NAMES}
-HASHES = {  # benchmarks.md 4.3
+HASHES = {  # the reference specification's REval prompts section
     "direct_coverage": "1a96d57e3d7eec08c8b757381ba7d9d3ee4b77dfd631a009aae685f504a7629d",
     "cot_coverage": "3809a152403f7fd116f5f6724dbdf6abc0479689eb999cad1d814bf6d6214f3b",
     "direct_state": "eea297983e6bafd51ed950d599efe7151eba01815e744efe243eae647074e353",

@@ -117,7 +117,7 @@ def test_every_core_program_traces_in_the_sandbox_and_returns_the_recorded_outpu
 
 @pytest.mark.skipif(not CORE.exists(), reason="shared benchmark data not available")
 def test_core_probe_numbering_matches_the_documented_count(pool: Pool) -> None:
-    """benchmarks.md 5.3: the k-th line event's line minus 1 is the probe's target line for 216
+    """docs/benchmark-rules.md, "CoRE: data, probe labels and counts": the k-th line event's line minus 1 is the probe's target line for 216
     of the 242 probes on Python 3.11 (the sandbox's interpreter here)."""
     records = [r for r in json.loads(CORE.read_text()) if r["target_step_index"] is not None]
     options = TraceOptions(max_steps=20_000, finish_untraced=True)
