@@ -46,8 +46,13 @@ def test_every_template_file_has_a_named_source(folder: Path) -> None:
     files = {str(path.relative_to(folder)) for path in folder.rglob("*.txt")}
     assert files == set(sources) and files
     for name, source in sources.items():
-        assert source["repository"] and len(source["commit"]) == 40 and source["file"], name
+        if "upstream" in source:  # a prompt the project wrote: no upstream, said why
+            assert source["upstream"] is None and source["written"], name
+        else:
+            assert source["repository"] and len(source["commit"]) == 40 and source["file"], name
         text = templates.text(name)
+        if "sha256" in source:
+            assert hashlib.sha256(text.encode()).hexdigest() == source["sha256"], name
         for field in source["fields"]:
             assert "{" + field + "}" in text, (name, field)
 

@@ -1,9 +1,9 @@
 """CoRE intermediate-state probes: a question about one implementation run on one input.
 
-CoRE publishes no probe prompt: :data:`PROMPTS` are project-defined (docs/benchmark-rules.md, "CoRE: prompts"), one per
-CoRE style, and show only the code, the call and the question. Answers are located like output
-answers (:func:`extract_answer`) and matched by a fixed rule (the paper gives none), that of
-:mod:`codereasoner.tasks.literal_answers`. Descriptive parts of a question are never graded.
+CoRE publishes no probe prompt: the ``probe_*.txt`` templates of this folder are project-written
+(docs/benchmark-rules.md, "CoRE: prompts"), one per CoRE style, and show only the code, the call
+and the question. Answers are located like output answers (:func:`extract_answer`) and matched
+by a fixed rule (the paper gives none), that of :mod:`codereasoner.tasks.literal_answers`. Descriptive parts of a question are never graded.
 
 Both gradings use this matcher. :func:`check_trace` compares a gold with our tracer's record.
 """
@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from codereasoner import values
+from codereasoner.families.core import TEMPLATES
 from codereasoner.families.core.output import (
     CoreKind,
     CoreStyle,
@@ -28,18 +29,11 @@ from codereasoner.tasks.oracle import truth_text
 from codereasoner.trace import ExecutionTrace
 
 PROBE_TASK = "core_probe"
-_HEAD = (
-    "You are given a Python function, an input, and a question about the function's "
-    "execution on that input.\n\n{code}\nInput: {func_name}({input})\nQuestion: {question}"
-    "\n\n"
-)
-_ANSWER = "Answer with the exact value as a Python literal on a final line of the form `Answer: <value>`.\n"
-PROMPTS = {  # project-defined, not a benchmark template
-    CoreStyle.DIRECT: _HEAD + _ANSWER,
-    CoreStyle.COT: _HEAD + "Think step by step before answering. " + _ANSWER,
-    CoreStyle.COC: _HEAD + "Execute the program step by step as a trace before answering: "
-    "between [TRACE] and [/TRACE], write `line: <code>`, `explanation: <what it does>` and "
-    "`delta state: <the variables that changed>` for each executed line. " + _ANSWER,
+# project-written (CoRE publishes no probe prompt), kept as data beside CoRE's own templates
+_TEMPLATES = {
+    CoreStyle.DIRECT: "probe_direct.txt",
+    CoreStyle.COT: "probe_cot.txt",
+    CoreStyle.COC: "probe_coc.txt",
 }
 
 
@@ -50,7 +44,7 @@ class CoreProbe(CoreKind):
     styles = tuple(CoreStyle)
 
     def prompt(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
-        return PROMPTS[core_style(style)].format_map(dict(item.fields))
+        return TEMPLATES.fill(_TEMPLATES[core_style(style)], item.fields)
 
     def extract(
         self,
