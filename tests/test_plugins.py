@@ -21,10 +21,13 @@ import pytest
 PLUGIN = textwrap.dedent(
     '''
     """A toy output-prediction benchmark with a prompt of its own."""
+    import ast
+
     from codereasoner.benchmarks import Benchmark, Stops
     from codereasoner.benchmarks.cache import LOCAL, Source
     from codereasoner.benchmarks.records import read_jsonl
     from codereasoner.models import BackendType, Completion
+    from codereasoner.programs import Rewrite
     from codereasoner.tasks import Item, OutputPrediction
 
     PROMPT = "TOY PROMPT. Complete the assertion.\\n{code}\\nassert f({input}) == "
@@ -84,6 +87,17 @@ PLUGIN = textwrap.dedent(
                           form="TEXT")
 
 
+    def open_with_pass(tree, rng):
+        """A ``pass`` opens every function: equivalent, and a new text."""
+        functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+        for function in functions:
+            function.body.insert(0, ast.Pass())
+        return bool(functions)
+
+
+    REWRITE = Rewrite("toy_pass", "a pass statement opens every function", open_with_pass)
+
+
     # A prompt of its own with a built-in task kind: one declaration, no class.
     PROMPTED = Benchmark(
         **{**BENCHMARK.__dict__, "name": "toy-prompted", "tasks": ("output_prediction",),
@@ -101,12 +115,24 @@ toy-prompted = toyplugin:PROMPTED
 
 [codereasoner.backends]
 const = toyplugin:BACKEND
+
+[codereasoner.rewrites]
+toy_pass = toyplugin:REWRITE
 """
 ROWS = [
     {"id": "toy_0", "code": "def f(x):\n    return x * 2", "input": "21", "output": "42"},
     {"id": "toy_1", "code": "def f(s):\n    return s[::-1]", "input": "'abc'", "output": "'cba'"},
     {"id": "toy_2", "code": "def f(n):\n    return [n] * n", "input": "2", "output": "[2, 2]"},
 ]
+
+
+# Programs with room for rewrites CoRE's filters keep (the toy rows are too short to differ).
+LOOPS = [
+    {"id": "toy_0", "code": "def f(xs):\n    total = 0\n    for x in xs:\n        if x > 0 and x % 2 == 0:\n            total += x\n    return total",
+     "input": "[1, 2, 4, -6]", "output": "6"},
+    {"id": "toy_1", "code": "def f(s):\n    out = []\n    for ch in s:\n        if ch not in out:\n            out.append(ch)\n    return ''.join(out)",
+     "input": "'abca'", "output": "'abc'"},
+]  # fmt: skip
 
 
 def install(site: Path, entry_points: str = ENTRY_POINTS) -> None:
@@ -186,3 +212,24 @@ def test_an_installed_backend_answers_an_eval(site: Path, tmp_path: Path) -> Non
     with sqlite3.connect(run / "run.sqlite") as store:
         texts = {text for (text,) in store.execute("SELECT text FROM completions")}
     assert texts == {"42"}
+
+
+def test_an_installed_rewrite_is_drawn_by_a_build_that_records_it(
+    site: Path, tmp_path: Path
+) -> None:
+    data, out = tmp_path / "loops", tmp_path / "core"
+    data.mkdir()
+    (data / "toy.jsonl").write_text("".join(json.dumps(row) + "\n" for row in LOOPS))
+    args = ("core", "build", "--from", "toy-own", "--data-dir", data, "--out", out, "--json")
+    done = cli(site, *args, "--variants", "8", "--probes", "1", "--candidates", "2")
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((out / "build.json").read_text())["settings"]
+    assert settings["added_rewrites"] == ["toy_pass"]
+    kinds = json.loads(done.stdout)["implementations"]["rewrite_kinds"]
+    assert kinds.get("toy_pass", 0) >= 1, kinds  # drawn beside the built-in kinds
+    # without the package, the build cannot resume: its rewrites would change behind its back
+    without = tmp_path / "without"
+    install(without, ENTRY_POINTS.split("[codereasoner.rewrites]")[0])
+    refused = cli(without, *args, "--variants", "8", "--probes", "1", "--candidates", "2")
+    assert refused.returncode == 2
+    assert "the rewrites installed packages add: ['toy_pass'] there, None now" in refused.stderr

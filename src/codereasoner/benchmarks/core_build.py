@@ -68,6 +68,7 @@ from codereasoner.programs.equivalence import cyclomatic_complexity, mutated_cal
 from codereasoner.programs.llm_rewrite import llm_candidates
 from codereasoner.programs.minimise import coverage_features, minimal_tests
 from codereasoner.programs.probes import probes_for
+from codereasoner.programs.rewrites import added_rewrites
 from codereasoner.programs.variants import make_variants
 from codereasoner.settings import check_at_least
 from codereasoner.synth.pipeline import HASH_SEEDS
@@ -100,6 +101,7 @@ QA_FILE = "core_qa.json"
 PROBLEMS_FILE = "problems.jsonl"
 SETTINGS_FILE = "build.json"
 SOURCE_DIGEST = "source_sha256"  # build.json: the programs and calls the build read
+ADDED_REWRITES = "added_rewrites"  # build.json: rewrite kinds installed packages add
 SUMMARY_FILE = "summary.json"
 # CoRE's programs run in milliseconds; a mutated input that loops forever costs this once per
 # implementation (its calls are then left out)
@@ -141,6 +143,9 @@ class BuildSettings:
         data = asdict(self)
         data.pop("data_dir")
         data.pop("limit")
+        added = added_rewrites()
+        if added:  # an installed package's rewrites are drawn too: a resume must have them
+            data[ADDED_REWRITES] = added
         return data
 
 

@@ -48,6 +48,7 @@ SETTING_FLAGS = {
     "rewriter": "--rewriter",
     "rewriter_samples": "--rewriter-samples",
     "source_sha256": "the programs read (--from, --data-dir): sha256",
+    "added_rewrites": "the rewrites installed packages add",
 }
 
 

@@ -30,6 +30,7 @@ from codereasoner.benchmarks.core_build import (
 from codereasoner.benchmarks.core_sources import SourceProblems, read_problems
 from codereasoner.benchmarks.programs import load_benchmark_programs
 from codereasoner.evaluation.api import open_backend
+from codereasoner.evaluation.plugins import PluginError, load_plugins
 from codereasoner.evaluation.run_settings import RunError
 from codereasoner.execution import SandboxUnavailable, open_executor
 from codereasoner.models import BackendError, SpecError
@@ -57,6 +58,14 @@ __all__ = [
 
 class BuildError(ValueError):
     """A build that cannot run as asked (one line naming the setting)."""
+
+
+def _load_plugins() -> None:
+    """Installed packages' extensions (benchmarks, rewrites, ...), as the commands load them."""
+    try:
+        load_plugins()
+    except PluginError as exc:
+        raise BuildError(str(exc)) from None
 
 
 class NoBenchmarkData(BuildError):
@@ -102,6 +111,7 @@ def synthesize(
 ) -> Summary:
     """Synthesize execution cases into ``out`` as ``codereasoner synth`` does (same defaults);
     ``decontaminate=False`` is ``--no-decontam``. Returns the run's summary."""
+    _load_plugins()
     check_rule(decontam_rule)
     folder = None if data_dir is None else Path(data_dir)
     try:
@@ -211,6 +221,7 @@ def build_core(
 ) -> BuildSummary:
     """Build a CoRE-style benchmark into ``out`` as ``codereasoner core build`` does (same
     defaults; ``source`` as ``--from``, e.g. ``synth:PATH``)."""
+    _load_plugins()
     plan = plan_core_build(
         out,
         source=source,

@@ -1,5 +1,5 @@
 """Extensions from installed packages, through entry points: a package adds a task kind, a
-benchmark or a model backend without editing this one.
+benchmark, a model backend or a rewrite without editing this one.
 
 A package declares, in its ``pyproject.toml``::
 
@@ -9,9 +9,12 @@ A package declares, in its ``pyproject.toml``::
     my-bench = "my_package:BENCHMARK"      # a Benchmark declaration
     [project.entry-points."codereasoner.backends"]
     mine = "my_package:BACKEND"            # a BackendType
+    [project.entry-points."codereasoner.rewrites"]
+    my_rewrite = "my_package:REWRITE"      # a programs.Rewrite, drawn by CoRE-style builds
 
 :func:`load_plugins` registers them, task kinds first (a benchmark names its kinds); the command
-line and :func:`codereasoner.evaluation.evaluate` call it before anything else. A plugin that
+line, :func:`codereasoner.evaluation.evaluate`, :func:`~codereasoner.evaluation.synthesize` and
+:func:`~codereasoner.evaluation.build_core` call it before anything else. A plugin that
 cannot be loaded or registered is one :class:`PluginError` line naming it.
 """
 
@@ -22,6 +25,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from codereasoner import benchmarks, models, tasks
+from codereasoner.programs.rewrites import REWRITES, Rewrite
 
 __all__ = ["GROUPS", "PluginError", "load_plugins"]
 
@@ -40,11 +44,19 @@ def _backend(found: Any) -> None:
         models.register(found)
 
 
+def _rewrite(found: Any) -> None:
+    if not isinstance(found, Rewrite):
+        raise TypeError(f"expected a codereasoner.programs.Rewrite, got {type(found).__name__}")
+    if REWRITES.get(found.name) is not found:
+        REWRITES.register(found)
+
+
 # In registration order; each registers one loaded object.
 GROUPS: dict[str, Callable[[Any], None]] = {
     "codereasoner.tasks": tasks.register,  # registering the same kind again does nothing
     "codereasoner.benchmarks": _benchmark,
     "codereasoner.backends": _backend,
+    "codereasoner.rewrites": _rewrite,
 }
 
 

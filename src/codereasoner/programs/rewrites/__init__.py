@@ -63,7 +63,7 @@ from codereasoner.programs.rewrites.surface import (
 )
 from codereasoner.registry import Registry
 
-__all__ = ["REWRITES", "Apply", "Rewrite", "compose"]
+__all__ = ["BUILTIN", "REWRITES", "Apply", "Rewrite", "added_rewrites", "compose"]
 
 
 @dataclass(frozen=True)
@@ -167,3 +167,9 @@ for _rewrite in (
 ):
     REWRITES.register(_rewrite)
 del _rewrite
+BUILTIN = tuple(REWRITES.names())  # the kinds this package defines
+
+
+def added_rewrites() -> list[str]:
+    """The kinds registered beyond :data:`BUILTIN` (by an installed package), in name order."""
+    return sorted(name for name in REWRITES.names() if name not in BUILTIN)
