@@ -28,7 +28,7 @@ import time
 
 from codereasoner import values
 from codereasoner.execution import CallSyntaxError, Limits, Pool, Program, Status, parse_call
-from codereasoner.tasks.case_reasoning import last_answer
+from codereasoner.families.cases.reasoning import last_answer
 from codereasoner.training.rewards import REWARD_LIMITS, RewardConfig, Sample, score_batch
 
 # {j}: the prompt's index, so that every prompt has a program of its own

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from codereasoner import benchmarks
-from codereasoner.benchmarks.cases import CASES, NAME
 from codereasoner.cli import app
 from codereasoner.evaluation.runner import available
+from codereasoner.families.cases.benchmark import CASES, NAME
 from codereasoner.models.oracle import OracleBackend
 from codereasoner.models.replay_server import ReplayServer
 from codereasoner.training.distill import Distiller, DistillSettings

@@ -21,10 +21,10 @@ from codereasoner import benchmarks, tasks
 from codereasoner.cli import app
 from codereasoner.evaluation.runner import RunError, load_items
 from codereasoner.execution import CallSyntaxError, Pool, parse_call
+from codereasoner.families.cases.reasoning import BACKWARD_TASK, FORWARD_TASK
 from codereasoner.families.reval import benchmark as reval
 from codereasoner.models.replay_server import Query, ReplayServer
 from codereasoner.tasks import Answer, Extraction, Item, ParseFailure, Reason, Score, run_plans
-from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK
 from codereasoner.tasks.extraction import answer_tag_block, answer_tag_blocks
 from codereasoner.tasks.oracle import THOUGHT, NoOracleAnswer, truth_text
 from tests.conftest import SHARED_DATA

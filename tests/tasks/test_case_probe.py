@@ -10,9 +10,9 @@ import pytest
 
 from codereasoner import tasks
 from codereasoner.execution import Pool, Program, parse_call
+from codereasoner.families.cases.probe import PROBE_TASK
 from codereasoner.programs.probes import probes_for
 from codereasoner.tasks import Item, Reason
-from codereasoner.tasks.case_probe import PROBE_TASK
 from codereasoner.trace import trace_call
 
 CODE = (

@@ -6,8 +6,8 @@ import pytest
 
 from codereasoner import tasks
 from codereasoner.execution import Pool
+from codereasoner.families.cases.reasoning import BACKWARD_TASK, FORWARD_TASK, last_answer
 from codereasoner.tasks import Item, ParseFailure, Reason
-from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK, last_answer
 
 CODE = "def f(xs, k):\n    out = {}\n    for x in xs:\n        out[x % k] = x\n    return out"
 

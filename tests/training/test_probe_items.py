@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 from codereasoner import tasks, values
 from codereasoner.cli import app
 from codereasoner.execution import Pool
+from codereasoner.families.cases.probe import PROBE_TASK
 from codereasoner.models.replay_server import Query, ReplayServer
 from codereasoner.programs.probes import DIMENSIONS
 from codereasoner.tasks import Reason
-from codereasoner.tasks.case_probe import PROBE_TASK
 from codereasoner.tasks.literal_answers import match_value
 from codereasoner.training.cases import case_items, draw_probes, read_cases, trace_cases
 from codereasoner.training.process import parse_column

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from codereasoner import tasks, values
 from codereasoner.cli import app
 from codereasoner.execution import CallSyntaxError, Pool, Program, parse_call
+from codereasoner.families.cases.reasoning import ReasoningStyle
 from codereasoner.models.replay_server import Query, ReplayServer, echo_reply
-from codereasoner.tasks.case_reasoning import ReasoningStyle
 from codereasoner.training.cases import case_items, read_cases
 from codereasoner.training.replay_teacher import ReplayTeacher, other_literal
 from tests.conftest import synth_cases

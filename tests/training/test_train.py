@@ -18,8 +18,8 @@ import pytest
 
 from codereasoner import tasks
 from codereasoner.execution import Pool
+from codereasoner.families.cases.reasoning import DIRECTIONS
 from codereasoner.tasks import Item
-from codereasoner.tasks.case_reasoning import DIRECTIONS
 from codereasoner.training.curves import CURVES_JSONL, CURVES_PNG, read_curves
 from codereasoner.training.recipe import RecipeError, Stage, load_recipe, read_recipe_file
 from codereasoner.training.trainers import (

@@ -15,7 +15,6 @@ import contextlib
 from collections.abc import Iterator
 
 from codereasoner import tasks
-from codereasoner.benchmarks import cases
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.spec import Benchmark, Clock, Metrics, Stops
 from codereasoner.registry import Registry, RegistryError
@@ -95,7 +94,6 @@ for _name, _target in (
     ("core-output", "core.benchmark:OUTPUT"),
     ("core-probe", "core.benchmark:PROBE"),
     ("core-gen", "core.benchmark:GENERATED"),
+    ("cases", "cases.benchmark:CASES"),
 ):
     REGISTRY.register_lazy(_name, f"codereasoner.families.{_target}")
-for _bench in cases.BENCHMARKS:
-    register(_bench)

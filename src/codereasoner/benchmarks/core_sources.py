@@ -19,7 +19,7 @@ from pathlib import Path
 
 from codereasoner import benchmarks
 from codereasoner.benchmarks.cache import DataUnavailable
-from codereasoner.benchmarks.cases import cases_file, read_cases
+from codereasoner.benchmarks.case_files import cases_file, read_cases
 from codereasoner.benchmarks.core_programs import entry_point
 from codereasoner.execution import CallSyntaxError, parse_call
 

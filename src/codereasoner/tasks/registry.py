@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from codereasoner.registry import Registry, RegistryError
 from codereasoner.tasks.base import TaskKind
-from codereasoner.tasks.case_probe import CaseProbe
-from codereasoner.tasks.case_reasoning import CaseBackward, CaseForward
 
 __all__ = ["get", "names", "register", "unregister"]
 
@@ -53,18 +51,19 @@ def names() -> list[str]:
 # A benchmark family with a folder of its own (codereasoner/families/) sits above this layer: its
 # kinds are named here and imported on first use.
 for _name, _target in (
-    ("output_prediction", "cruxeval.output"),
-    ("lcb_execution", "livecodebench.execution"),
-    ("input_prediction", "cruxeval.input"),
-    ("test_output_prediction", "livecodebench.test_output"),
-    ("coverage", "reval.coverage"),
-    ("state", "reval.state"),
-    ("path", "reval.path"),
-    ("output", "reval.output"),
-    ("core_output", "core.output"),
-    ("core_probe", "core.probe"),
+    ("output_prediction", "cruxeval.output:KIND"),
+    ("lcb_execution", "livecodebench.execution:KIND"),
+    ("input_prediction", "cruxeval.input:KIND"),
+    ("test_output_prediction", "livecodebench.test_output:KIND"),
+    ("coverage", "reval.coverage:KIND"),
+    ("state", "reval.state:KIND"),
+    ("path", "reval.path:KIND"),
+    ("output", "reval.output:KIND"),
+    ("core_output", "core.output:KIND"),
+    ("core_probe", "core.probe:KIND"),
+    ("case_forward", "cases.reasoning:FORWARD"),
+    ("case_backward", "cases.reasoning:BACKWARD"),
+    ("case_probe", "cases.probe:KIND"),
 ):
-    _KINDS.register_lazy(_name, f"codereasoner.families.{_target}:KIND")
-for _later in (CaseForward(), CaseBackward(), CaseProbe()):
-    register(_later)
-del _name, _target, _later
+    _KINDS.register_lazy(_name, f"codereasoner.families.{_target}")
+del _name, _target

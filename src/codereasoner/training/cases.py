@@ -5,8 +5,9 @@ probed at its intermediate states.
     traces = trace_cases(pool, cases)
     items = case_items(cases, ("forward", "probe"), probes=case_probes(cases, traces, 2))
 
-The cases, their items and the benchmark that evaluates them are declared in the benchmarks
-layer (:mod:`codereasoner.benchmarks.cases`) and re-exported here. What training adds: with
+The cases' file is read by :mod:`codereasoner.benchmarks.case_files`; their items and the
+benchmark that evaluates them are the cases family's (:mod:`codereasoner.families.cases`), and
+re-exported here. What training adds: with
 ``hints``, each item carries our exact trace of the case's call (``fields["hint"]``, from
 :func:`trace_hints`), which the prompt shows the teacher; the answer is verified all the same.
 Probe items (direction ``probe``) come from our trace of the call (:func:`case_probes`), and
@@ -18,17 +19,10 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from codereasoner.benchmarks.cases import (
-    CASES_FILE,
-    DIRECTIONS,
-    PROBE,
-    Case,
-    case_items,
-    check_directions,
-    read_cases,
-)
-from codereasoner.benchmarks.cases import NAME as BENCHMARK
+from codereasoner.benchmarks.case_files import CASES_FILE, Case, read_cases
 from codereasoner.execution import Executor, Program, TraceOptions, parse_call
+from codereasoner.families.cases.benchmark import DIRECTIONS, PROBE, case_items, check_directions
+from codereasoner.families.cases.benchmark import NAME as BENCHMARK
 from codereasoner.programs.probes import Probe, probes_for
 from codereasoner.trace import ExecutionTrace, to_text, trace_batches
 

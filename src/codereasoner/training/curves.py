@@ -25,7 +25,7 @@ from typing import Any
 
 from transformers import ProgressCallback, TrainerCallback
 
-from codereasoner.benchmarks.cases import DIRECTIONS
+from codereasoner.families.cases.benchmark import DIRECTIONS
 from codereasoner.files import replacing, write_atomic
 
 __all__ = ["CURVES_JSONL", "CURVES_PNG", "PANELS", "CurvesCallback", "MetricsProgress"]

@@ -6,7 +6,7 @@
 
 The cases become forward, backward and probe items (:mod:`codereasoner.training.cases`;
 ``probe``: ``probes_per_case`` questions about intermediate states of the call, from our trace)
-of the cases benchmark (:mod:`codereasoner.benchmarks.cases`; for the run, a variant with these
+of the cases benchmark (:mod:`codereasoner.families.cases`; for the run, a variant with these
 directions, hints and probes stands in the registry) and run through the evaluation runner:
 ``k`` teacher samples per item, each stored in ``OUT/run.sqlite`` as it arrives (without a
 reasoning model's hidden thinking: :mod:`codereasoner.models.thinking`) and verified by its task
@@ -32,17 +32,18 @@ from typing import Any
 from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark
 from codereasoner.benchmarks.cache import DataUnavailable
-from codereasoner.benchmarks.cases import CASES, cases_file, cases_folder
+from codereasoner.benchmarks.case_files import cases_file, cases_folder
 from codereasoner.evaluation.run_settings import refused
 from codereasoner.evaluation.runner import Events, RunError, Runner, RunSettings
 from codereasoner.evaluation.store import RunStore, StoredCompletion
 from codereasoner.execution import Executor, SandboxUnavailable, open_executor
+from codereasoner.families.cases.benchmark import CASES
+from codereasoner.families.cases.reasoning import ReasoningStyle
 from codereasoner.files import parse_json, write_atomic
 from codereasoner.models.base import Backend, Sampling
 from codereasoner.models.thinking import WithoutThinking, visible_text
 from codereasoner.synth.writer import FolderBusy, exclusive
 from codereasoner.tasks import Item, Reason, Score
-from codereasoner.tasks.case_reasoning import ReasoningStyle
 from codereasoner.training.cases import (
     BENCHMARK,
     PROBE,

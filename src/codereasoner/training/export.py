@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codereasoner.benchmarks.cases import DIRECTIONS as TASKS
-from codereasoner.benchmarks.cases import PROBE
+from codereasoner.families.cases.benchmark import DIRECTIONS as TASKS
+from codereasoner.families.cases.benchmark import PROBE
 from codereasoner.files import fsync_path, parse_json, replacing, umask
 from codereasoner.training.process import ProbedValue, probes_column
 

@@ -53,8 +53,8 @@ from typing import TYPE_CHECKING, Any
 
 from codereasoner import values
 from codereasoner.execution import CallSyntaxError, parse_call
+from codereasoner.families.cases.reasoning import last_answer
 from codereasoner.tasks import ParseFailure
-from codereasoner.tasks.case_reasoning import last_answer
 from codereasoner.trace import ExecutionTrace
 from codereasoner.values import top_level_indexes
 

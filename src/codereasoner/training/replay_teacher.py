@@ -32,19 +32,14 @@ from typing import NoReturn
 
 from codereasoner import tasks, values
 from codereasoner.benchmarks.cache import DataUnavailable
-from codereasoner.benchmarks.cases import (
-    PROBE,
-    Case,
-    case_items,
-    cases_file,
-    read_cases,
-)
+from codereasoner.benchmarks.case_files import Case, cases_file, read_cases
 from codereasoner.execution import Pool
+from codereasoner.families.cases.benchmark import PROBE, case_items
+from codereasoner.families.cases.probe import PROBE_TASK
+from codereasoner.families.cases.reasoning import DIRECTIONS, FORWARD_TASK, ReasoningStyle
 from codereasoner.models.replay_server import Query, ReplayServer, echo_reply
 from codereasoner.programs.probes import Probe
 from codereasoner.tasks import Item
-from codereasoner.tasks.case_probe import PROBE_TASK
-from codereasoner.tasks.case_reasoning import DIRECTIONS, FORWARD_TASK, ReasoningStyle
 from codereasoner.training.cases import draw_probes, trace_cases
 
 __all__ = ["ReplayTeacher", "main", "other_literal", "probes_of"]

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from codereasoner import tasks
-from codereasoner.benchmarks.cases import DIRECTIONS
 from codereasoner.execution import Executor, Limits, open_executor
+from codereasoner.families.cases.benchmark import DIRECTIONS
 from codereasoner.settings import SettingError
 from codereasoner.tasks import Extracted, GradingPlan, Item, Reason, Score
 from codereasoner.training.process import COLUMN as PROBES_COLUMN

@@ -158,3 +158,7 @@ class CaseBackward(CaseKind):
 
     def grader(self, item: Item, grading: Grading) -> Grade:
         return lambda sample, text: strict_call(item, sample, text)
+
+
+FORWARD = CaseForward()
+BACKWARD = CaseBackward()

@@ -28,15 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codereasoner import values
 from codereasoner.benchmarks.cache import LOCAL, DataUnavailable, Source
-from codereasoner.benchmarks.records import read_jsonl
+from codereasoner.benchmarks.case_files import CASES_FILE, Case, is_cases_file, read_cases
 from codereasoner.benchmarks.spec import Benchmark
-from codereasoner.execution import CallSyntaxError, parse_call
+from codereasoner.families.cases.probe import PROBE_TASK
+from codereasoner.families.cases.reasoning import BACKWARD_TASK, FORWARD_TASK
+from codereasoner.families.cases.reasoning import DIRECTIONS as REASONING_DIRECTIONS
 from codereasoner.tasks import Item
-from codereasoner.tasks.case_probe import PROBE_TASK
-from codereasoner.tasks.case_reasoning import BACKWARD_TASK, FORWARD_TASK
-from codereasoner.tasks.case_reasoning import DIRECTIONS as REASONING_DIRECTIONS
 
 if TYPE_CHECKING:
     from codereasoner.programs.probes import Probe
@@ -44,102 +42,18 @@ if TYPE_CHECKING:
 __all__ = [
     "BENCHMARKS",
     "CASES",
-    "CASES_FILE",
     "DIRECTIONS",
     "NAME",
     "PROBE",
     "REASONING_DIRECTIONS",
-    "Case",
     "case_items",
-    "cases_file",
-    "cases_folder",
     "check_directions",
     "probe_metadata",
-    "read_cases",
 ]
 
 NAME = "cases"  # the benchmark, and Item.benchmark of every case item
 PROBE = "probe"
 DIRECTIONS = {**REASONING_DIRECTIONS, PROBE: PROBE_TASK}  # direction -> task kind
-CASES_FILE = "cases.jsonl"
-_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "id": str,
-    "method": str,
-    "constraints": dict,
-    "code": str,
-    "entry_point": str,
-    "call": str,
-    "input": str,
-    "output": str,
-}
-
-
-@dataclass(frozen=True)
-class Case:
-    """The fields of a case record that the items read."""
-
-    id: str
-    method: str
-    code: str
-    entry_point: str
-    call: str
-    input: str
-    output: str
-    depth: int
-    control: tuple[str, ...]
-    license: str
-
-
-def read_cases(path: Path) -> list[Case]:
-    """Every case of a ``cases.jsonl``; DataUnavailable naming the file, line and field of the
-    first record that is not a usable case (ids must be unique, ``output`` a literal, ``call``
-    a literal call of ``entry_point``)."""
-    cases: list[Case] = []
-    seen: dict[str, int] = {}
-    for record in read_jsonl(path, _FIELDS):
-        where = f"{path}:{record['_line']}"
-        cases.append(_case(where, record))
-        if record["id"] in seen:
-            raise DataUnavailable(
-                f"{where}: duplicate id {record['id']!r} (first on line {seen[record['id']]})"
-            )
-        seen[record["id"]] = record["_line"]
-    return cases
-
-
-def _case(where: str, record: Mapping[str, Any]) -> Case:
-    try:
-        values.parse(record["output"])
-    except values.ValueParseError as exc:
-        raise DataUnavailable(f"{where}: field 'output' is not a literal ({exc})") from None
-    try:
-        call = parse_call(record["call"])
-    except CallSyntaxError as exc:
-        raise DataUnavailable(f"{where}: field 'call' is not a literal call ({exc})") from None
-    if call.entry != record["entry_point"]:
-        raise DataUnavailable(
-            f"{where}: field 'call' calls {call.entry}, not the entry point "
-            f"{record['entry_point']!r}"
-        )
-    constraints = record["constraints"]
-    depth = constraints.get("depth", 0)
-    control = constraints.get("control", [])
-    if type(depth) is not int or not isinstance(control, list):
-        raise DataUnavailable(
-            f"{where}: field 'constraints' must hold an integer 'depth' and a list 'control'"
-        )
-    return Case(
-        id=record["id"],
-        method=record["method"],
-        code=record["code"],
-        entry_point=record["entry_point"],
-        call=record["call"],
-        input=record["input"],
-        output=record["output"],
-        depth=depth,
-        control=tuple(str(name) for name in control),
-        license=str(record.get("license", "")),
-    )
 
 
 def check_directions(directions: Sequence[str]) -> None:
@@ -230,25 +144,6 @@ def probe_metadata(probe: Probe) -> dict[str, Any]:
         "nesting_depth": probe.nesting_depth,
         "operators": probe.operators,
     }
-
-
-def is_cases_file(path: Path) -> bool:
-    """True for a file of cases, ``NAME.jsonl`` under any name (a folder is a synthesis
-    folder)."""
-    path = Path(path)
-    return path.suffix == ".jsonl" and not path.is_dir()
-
-
-def cases_file(path: Path) -> Path:
-    """The cases of ``path``: the file itself, whatever its name, or a synthesis folder's
-    ``cases.jsonl``."""
-    path = Path(path)
-    return path if is_cases_file(path) else path / CASES_FILE
-
-
-def cases_folder(path: Path) -> Path:
-    """The synthesis folder of ``path``: the folder itself, or the one holding the file."""
-    return cases_file(path).parent
 
 
 def parse(paths: Mapping[str, Path]) -> list[Item]:

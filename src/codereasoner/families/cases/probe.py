@@ -12,8 +12,8 @@ truth).
 
 from __future__ import annotations
 
+from codereasoner.families.cases.reasoning import CaseKind, ReasoningStyle
 from codereasoner.tasks.base import Grading, Item, check_style
-from codereasoner.tasks.case_reasoning import CaseKind, ReasoningStyle
 from codereasoner.tasks.common import Grade
 from codereasoner.tasks.literal_answers import grade_probe
 from codereasoner.tasks.oracle import truth_text
@@ -62,3 +62,6 @@ class CaseProbe(CaseKind):
 
     def grader(self, item: Item, grading: Grading) -> Grade:
         return lambda sample, text: grade_probe(item, sample, text)
+
+
+KIND = CaseProbe()
