@@ -211,3 +211,18 @@ def test_a_benchmark_may_carry_its_own_prompts(toy: Benchmark) -> None:
         Benchmark(**{**toy.__dict__, "prompts": {"cot": "x"}})
     with pytest.raises(ValueError, match="must be a non-empty template"):
         Benchmark(**{**toy.__dict__, "prompts": {"direct": " "}})
+
+
+def test_a_system_message_is_its_text_not_a_template_path(toy: Benchmark) -> None:
+    chatty = Benchmark(**{**toy.__dict__, "system": "You predict outputs.\n"})
+    assert chatty.system_message(chat=True) == "You predict outputs."
+    assert chatty.system_message(chat=False) is None
+    with pytest.raises(ValueError, match="looks like a template path; expected the message text"):
+        Benchmark(**{**toy.__dict__, "system": "mine/system.txt"})
+
+
+def test_an_output_kind_needs_a_direct_prompt() -> None:
+    kind = tasks.OutputPrediction("toy_kind", {"direct": "{code}", "cot": "{code} think"})
+    assert kind.styles == ("direct", "cot")
+    with pytest.raises(ValueError, match="needs a 'direct' prompt"):
+        tasks.OutputPrediction("toy_kind", {"cot": "{code}"})

@@ -79,11 +79,49 @@ def test_imports_point_down_the_layers(path: Path) -> None:
     assert not upward, f"{path.relative_to(PACKAGE)} imports {upward}, a layer above it"
 
 
+# The registries that name the family folders' objects as lazy targets (as they load a plugin).
+REGISTRY_MODULES = ("benchmarks/__init__.py", "tasks/registry.py", "evaluation/families.py")
+
+
+def is_registry(path: Path) -> bool:
+    return str(path.relative_to(PACKAGE)) in REGISTRY_MODULES
+
+
 def imported_named_families(path: Path) -> set[str]:
-    """``{"families"}`` when the module only names a family module as a registry target (how
-    the registries below it load a benchmark family's folder, as they load a plugin)."""
+    """``{"families"}`` when a registry only names a family module as a target (how the
+    registries below the folders load them); nothing for any other module."""
+    if not is_registry(path):
+        return set()
     named_only = imported_packages(path) - imported_packages(path, named=False)
     return named_only & {"families"}
+
+
+def named_families(path: Path) -> set[str]:
+    """The family folders a module names in text, whole (``"codereasoner.families.core.x:Y"``)
+    or as the start of an f-string (``f"codereasoner.families.{name}"``: ``"*"``, any)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            match = re.match(r"codereasoner\.families\.(\w+)", node.value)
+            found |= {match.group(1)} if match else set()
+        elif isinstance(node, ast.JoinedStr) and node.values:
+            first = node.values[0]
+            text = first.value if isinstance(first, ast.Constant) else ""
+            if isinstance(text, str) and text.startswith("codereasoner.families"):
+                match = re.match(r"codereasoner\.families\.(\w+)\.", text)
+                found.add(match.group(1) if match else "*")
+    return found
+
+
+def test_imports_are_absolute() -> None:
+    """The layer checks read absolute imports; a relative one would slip past them."""
+    relative = [
+        str(path.relative_to(PACKAGE))
+        for path in modules()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.level > 0
+    ]
+    assert not relative, f"relative imports in {relative}"
 
 
 # The one family folder a module outside ``families`` imports: distillation and training are
@@ -112,11 +150,15 @@ def imported_families(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("path", modules(), ids=lambda path: str(path.relative_to(PACKAGE)))
 def test_no_module_outside_a_family_imports_it(path: Path) -> None:
+    where = path.relative_to(PACKAGE)
     if package_of(path) == "families":
+        folder = where.parts[1] if len(where.parts) > 2 else None
+        others = imported_families(path) - {folder}
+        assert not others, f"{where} imports another family's folder: {sorted(others)}"
         return
-    imported = imported_families(path)
+    imported = imported_families(path) | (set() if is_registry(path) else named_families(path))
     allowed = BUILT_ON.get(package_of(path), set())
-    assert imported <= allowed, f"{path.relative_to(PACKAGE)} imports family {sorted(imported)}"
+    assert imported <= allowed, f"{where} imports or names family {sorted(imported)}"
     if not imported:  # "from codereasoner import families" names none: refused too
         assert "families" not in imported_packages(path, named=False), path
 
@@ -260,5 +302,8 @@ def test_the_family_rule_sees_every_form_of_import(tmp_path: Path) -> None:
         "from codereasoner.families import cases\n"
         "def lazy():\n    from codereasoner.families.cruxeval.input import KIND\n"
         "TARGET = 'codereasoner.families.livecodebench.benchmark:BENCHMARKS'\n"
+        "LOADED = importlib.import_module('codereasoner.families.reval.report')\n"
+        "ANY = f'codereasoner.families.{name}:KIND'\n"
     )
     assert imported_families(module) == {"core", "reval", "cases", "cruxeval"}
+    assert named_families(module) == {"livecodebench", "reval", "*"}

@@ -59,6 +59,12 @@ class Stops:
         return self.raw if not chat or self.chat is None else self.chat
 
 
+def _looks_like_a_path(text: str) -> bool:
+    """A one-word ``*.txt``: what ``system`` held when it named a template (now it is the text)."""
+    stripped = text.strip()
+    return stripped.endswith(".txt") and not any(char.isspace() for char in stripped)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Benchmark:
     """One benchmark. ``tasks``: the task kinds (registry names, ``Item.task``) its items use;
@@ -104,6 +110,11 @@ class Benchmark:
             raise ValueError(
                 f"{where}: metrics {self.metrics!r}; expected one of {known}"
             ) from None
+        if self.system is not None and _looks_like_a_path(self.system):
+            raise ValueError(
+                f"{where}: system {self.system!r} looks like a template path; expected the "
+                "message text (read it from your templates: Templates(package).text(name))"
+            )
         if self.prompts and "direct" not in self.prompts:
             raise ValueError(f"{where}: prompts need a 'direct' template, the style every run has")
         for style, text in self.prompts.items():

@@ -99,8 +99,9 @@ class Family:
     def score_file(
         self, bench: Benchmark, items: Sequence[Item], options: ScoreOptions, pool: PoolOpener
     ) -> ScoreOutcome:
-        """Read a generations file and grade it with :meth:`grade`; raises GenerationsError or
-        ValueError on a file that does not fit ``items``."""
+        """Read a generations file and grade it with :meth:`grade`; raises GenerationsError on a
+        file that does not fit ``items`` and SettingError on a setting it cannot take (``score``
+        says each in one line; anything else is a fault, shown as one)."""
         raise NotImplementedError
 
     def report(

@@ -50,8 +50,10 @@ class OutputPrediction(PlannedTask):
         prompts: Mapping[Style | str, str],
         official: OfficialRule = extraction.cruxeval_output,
     ) -> None:
-        if not prompts:
-            raise ValueError(f"task kind {name!r}: needs at least one prompt template")
+        if Style.DIRECT not in {Style(style) for style in prompts}:
+            raise ValueError(
+                f"task kind {name!r}: needs a 'direct' prompt, the style every run has"
+            )
         self.name = name
         self.templates = {Style(style): text for style, text in prompts.items()}
         self.styles = tuple(self.templates)

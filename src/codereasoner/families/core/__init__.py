@@ -7,7 +7,8 @@ transparency (W, Ws), with RCS and Cons.
 - ``output``, ``probe``: the two task kinds, their extraction and gradings;
 - ``metrics``, ``report``, ``family``: I, Is, W, Ws, RCS and Cons, the report, and the metric
   family that ``eval`` and ``score`` both grade through;
-- ``templates/``: CoRE's output prompts (paper App. B.1), with their sources.
+- ``templates/``: CoRE's output prompts (paper App. B.1) and the probe prompts the project
+  wrote (CoRE publishes none), with their sources.
 
 The builder of CoRE-style benchmarks sits below, in :mod:`codereasoner.benchmarks.core_build`:
 it writes the files this folder reads.
