@@ -12,6 +12,7 @@ from codereasoner.cli.common import flag_message, flag_of
 from codereasoner.evaluation import build_core, synthesize
 from codereasoner.evaluation.run_settings import RunError, RunSettings, check_settings
 from codereasoner.execution import Limits, Pool, TraceOptions
+from codereasoner.execution.executor import parse_executor
 from codereasoner.models.base import Sampling
 from codereasoner.settings import SettingError, check_at_least
 from codereasoner.synth.pipeline import SynthConfig
@@ -38,6 +39,7 @@ def test_the_error_carries_setting_value_and_expectation() -> None:
         (lambda: Pool(1, isolation="none"), "isolation"),
         (lambda: SynthConfig(out=Path("x"), n=0), "n"),
         (lambda: BuildSettings(source="core", probes=0), "probes"),
+        (lambda: parse_executor("slurm"), "executor"),
     ],
 )
 def test_lower_layers_name_the_setting_never_a_flag(make: object, setting: str) -> None:
@@ -53,6 +55,7 @@ def test_lower_layers_name_the_setting_never_a_flag(make: object, setting: str) 
         (RunSettings(("cruxeval-o",), workers=0), "workers"),
         (RunSettings(("cruxeval-o",), sampling=Sampling(top_p=2.0)), "top_p"),
         (RunSettings(("cruxeval-o",), isolation="none"), "isolation"),
+        (RunSettings(("cruxeval-o",), executor="slurm"), "executor"),
     ],
 )
 def test_a_run_is_refused_by_setting(settings: RunSettings, setting: str) -> None:

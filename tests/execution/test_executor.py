@@ -37,13 +37,13 @@ def test_executor_specs(text: str, spec: ExecutorSpec) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("docker", "--executor docker: expected local, ray or ray:ADDRESS"),
-        ("local:x", "--executor local:x: expected local, ray or ray:ADDRESS"),
-        ("ray:", "--executor ray:: expected an address after 'ray:'"),
-        ("", "--executor : expected local, ray or ray:ADDRESS"),
+        ("docker", "executor 'docker': expected local, ray or ray:ADDRESS"),
+        ("local:x", "executor 'local:x': expected local, ray or ray:ADDRESS"),
+        ("ray:", "executor 'ray:': expected an address after 'ray:'"),
+        ("", "executor '': expected local, ray or ray:ADDRESS"),
     ],
 )
-def test_bad_executor_specs_name_the_flag(text: str, message: str) -> None:
+def test_bad_executor_specs_name_the_setting(text: str, message: str) -> None:
     with pytest.raises(ValueError, match="^" + message.replace("(", r"\(")):
         parse_executor(text)
 
@@ -80,7 +80,7 @@ def test_local_is_the_project_pool(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("executor", "message"),
     [
-        ("slurm", "--executor slurm: expected local, ray or ray:ADDRESS"),
+        ("slurm", "--executor 'slurm': expected local, ray or ray:ADDRESS"),
         ("ray:127.0.0.1:1", "sandbox unavailable: cannot reach the Ray cluster at 127.0.0.1:1"),
     ],
     ids=["unknown", "unreachable"],

@@ -99,7 +99,7 @@ def test_recipe_mistakes_are_one_line_errors(tiny_model: Path, exported: Exporte
         (["max_steps=[1]"], "override max_steps=: max_steps takes one value, not a list"),
         (["save_steps=1:30"], "override save_steps=: argument --save_steps"),
         (["isolation=bogus"], "isolation 'bogus'; expected one of auto, bubblewrap, fallback"),
-        (["executor=slurm"], "override executor=: executor slurm: expected local, ray or ray:"),
+        (["executor=slurm"], "override executor=: executor 'slurm': expected local, ray or ray:"),
         (["rewards=[nope]"], "override rewards=: unknown reward 'nope'"),
         (["reward_weights=[1,2,3]"], "override reward_weights=: reward_weights has 3 values"),
     ]

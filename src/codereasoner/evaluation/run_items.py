@@ -12,7 +12,7 @@ from typing import Any
 from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks import Benchmark
 from codereasoner.evaluation.families import load_report
-from codereasoner.evaluation.run_settings import RunError
+from codereasoner.evaluation.run_settings import RunError, refused
 from codereasoner.tasks import Item
 
 __all__ = ["available", "headline", "known_styles", "load_items", "select_items", "style_for"]
@@ -47,7 +47,7 @@ def known_styles() -> list[str]:
 def style_for(bench: Benchmark, style: str) -> str:
     """``style`` where the benchmark supports it, else ``direct`` (every benchmark has it)."""
     if style not in known_styles():
-        raise RunError(f"--style {style!r}: expected one of {', '.join(known_styles())}")
+        raise refused("style", style, f"one of {', '.join(known_styles())}")
     return style if style in bench.styles else "direct"
 
 

@@ -120,8 +120,8 @@ def check_settings(settings: RunSettings) -> None:
         raise refused("isolation", settings.isolation, f"one of {', '.join(ISOLATION_MODES)}")
     try:
         check_executor(settings.executor)
-    except ValueError as exc:
-        raise RunError(str(exc)) from None
+    except ValueError as exc:  # a SettingError stays the cause: the command line names its flag
+        raise RunError(str(exc)) from exc
     except SandboxUnavailable as exc:
         raise RunError(f"sandbox unavailable: {exc}") from None
 

@@ -17,6 +17,7 @@ from codereasoner.execution.call import Call, Program
 from codereasoner.execution.pool import Batch, Pool
 from codereasoner.execution.protocol import ExecResult, Limits
 from codereasoner.execution.sandbox import IsolationPlan
+from codereasoner.settings import SettingError
 
 EXECUTOR_ENV = "CODEREASONER_EXECUTOR"
 EXECUTOR_HELP = (
@@ -72,19 +73,20 @@ class ExecutorSpec:
 
 def parse_executor(text: str | None = None) -> ExecutorSpec:
     """``local``, ``ray`` or ``ray:ADDRESS``; ``None`` reads ``CODEREASONER_EXECUTOR`` (default
-    local). Raises ValueError naming the flag."""
-    where = f"--executor {text}"
+    local). Raises SettingError (``executor``) for a bad ``text``, ValueError naming the
+    variable for a bad ``CODEREASONER_EXECUTOR``."""
+    given = text
     if text is None:
         text = os.environ.get(EXECUTOR_ENV) or "local"
-        where = f"{EXECUTOR_ENV}={text}"
     kind, colon, address = text.strip().partition(":")
     if kind == "local" and not colon:
         return ExecutorSpec()
-    if kind == "ray":
-        if colon and not address.strip():
-            raise ValueError(f"{where}: expected an address after 'ray:'")
+    if kind == "ray" and not (colon and not address.strip()):
         return ExecutorSpec("ray", address.strip() or None)
-    raise ValueError(f"{where}: expected local, ray or ray:ADDRESS")
+    expected = "an address after 'ray:'" if kind == "ray" else "local, ray or ray:ADDRESS"
+    if given is None:
+        raise ValueError(f"{EXECUTOR_ENV}={text}: expected {expected}")
+    raise SettingError("executor", given, expected)
 
 
 def check_executor(spec: ExecutorSpec | str | None = None) -> ExecutorSpec:

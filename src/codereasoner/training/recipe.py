@@ -251,9 +251,7 @@ def load_recipe(
     try:
         parse_executor(train.executor)
     except ValueError as exc:
-        raise RecipeError(
-            f"{source('executor')}: {exc}".replace("--executor ", "executor ")
-        ) from None
+        raise RecipeError(f"{source('executor')}: {exc}") from None
     _check_evaluation(stage, train, config, source)
     if stage is Stage.GRPO:
         from codereasoner.training.grpo_rewards import check_rewards
