@@ -56,11 +56,6 @@ class CoreStyle(StrEnum):
     COC = "coc"
 
 
-_TEMPLATES = {
-    CoreStyle.DIRECT: "output_direct.txt",
-    CoreStyle.COT: "output_cot.txt",
-    CoreStyle.COC: "output_coc.txt",
-}
 _TAGS = re.compile(r"\[/?(?:ANSWER|PYTHON|THOUGHT)\]")
 _LABEL = re.compile(r"^[#>*_`\s-]*(?:final\s+)?answer[\s*_`]*:(.*)$", re.IGNORECASE)
 _ASSERT = re.compile(r"^assert\b")
@@ -216,7 +211,14 @@ def grade_ancestor(item: Item, sample: int, text: str) -> Score:
 
 
 class CoreKind(PlannedTask):
-    """``plan`` and ``score`` as every task kind's, with CoRE's default grading (strict)."""
+    """``prompt`` from the folder's ``{template_prefix}_{style}.txt`` templates, one per CoRE style;
+    ``plan`` and ``score`` as every task kind's, with CoRE's default grading (strict)."""
+
+    styles = tuple(CoreStyle)
+    template_prefix: str  # "output" or "probe"
+
+    def prompt(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
+        return TEMPLATES.fill(f"{self.template_prefix}_{core_style(style).value}.txt", item.fields)
 
     def plan(
         self, item: Item, answers: Sequence[Extracted], grading: Grading | str = Grading.STRICT
@@ -238,10 +240,7 @@ class CoreOutput(CoreKind):
     """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for CoRE output prediction."""
 
     name = OUTPUT_TASK
-    styles = tuple(CoreStyle)
-
-    def prompt(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
-        return TEMPLATES.fill(_TEMPLATES[core_style(style)], item.fields)
+    template_prefix = "output"
 
     def extract(
         self,

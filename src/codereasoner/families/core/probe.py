@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 
 from codereasoner import values
-from codereasoner.families.core import TEMPLATES
 from codereasoner.families.core.output import (
     CoreKind,
     CoreStyle,
@@ -29,22 +28,13 @@ from codereasoner.tasks.oracle import truth_text
 from codereasoner.trace import ExecutionTrace
 
 PROBE_TASK = "core_probe"
-# project-written (CoRE publishes no probe prompt), kept as data beside CoRE's own templates
-_TEMPLATES = {
-    CoreStyle.DIRECT: "probe_direct.txt",
-    CoreStyle.COT: "probe_cot.txt",
-    CoreStyle.COC: "probe_coc.txt",
-}
 
 
 class CoreProbe(CoreKind):
     """``prompt`` / ``extract`` / ``plan`` / ``score`` / ``oracle`` for CoRE probes."""
 
     name = PROBE_TASK
-    styles = tuple(CoreStyle)
-
-    def prompt(self, item: Item, style: CoreStyle | str = CoreStyle.DIRECT) -> str:
-        return TEMPLATES.fill(_TEMPLATES[core_style(style)], item.fields)
+    template_prefix = "probe"  # project-written (CoRE publishes none), beside CoRE's own templates
 
     def extract(
         self,
