@@ -34,25 +34,30 @@ CONSUMERS = ("evaluation", "cli", "models", "training")
 FAMILY_PREFIX = "codereasoner.families."
 
 
+def imported_names(tree: ast.AST) -> list[str]:
+    """The dotted names a module's import statements bring in (lazy ones included): the module,
+    and for ``from M import x`` also ``M.x`` (``x`` may be a submodule)."""
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+    return names
+
+
 def imported_packages(path: Path, *, named: bool = True) -> set[str]:
     """The top-level ``codereasoner`` packages a module imports: import statements (lazy ones
     included) and, with ``named``, registry targets named as text
     (``"codereasoner.models.hf:HFBackend"``)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names: list[str] = []
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            target = re.fullmatch(r"(codereasoner(?:\.\w+)+)(?::\w+)?", node.value)
-            names = [target.group(1)] if target and named else []
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "codereasoner":
-                names = [f"codereasoner.{alias.name}" for alias in node.names]
-            else:
-                names = [node.module]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        found |= {name.split(".")[1] for name in names if name.startswith("codereasoner.")}
-    return found
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = imported_names(tree)
+    if named:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                target = re.fullmatch(r"(codereasoner(?:\.\w+)+)(?::\w+)?", node.value)
+                names += [target.group(1)] if target else []
+    return {name.split(".")[1] for name in names if name.startswith("codereasoner.")}
 
 
 def package_of(path: Path) -> str:
@@ -132,20 +137,8 @@ BUILT_ON = {"training": {"cases"}}
 def imported_families(path: Path) -> set[str]:
     """The family folders a module imports (``codereasoner.families.<folder>``), lazy imports
     included; registry targets named as text do not count."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        else:
-            continue
-        found |= {
-            name.split(".")[2]
-            for name in names
-            if name.startswith(FAMILY_PREFIX) and name.count(".") >= 2
-        }
-    return found
+    names = imported_names(ast.parse(path.read_text(encoding="utf-8")))
+    return {name.split(".")[2] for name in names if name.startswith(FAMILY_PREFIX)}
 
 
 @pytest.mark.parametrize("path", modules(), ids=lambda path: str(path.relative_to(PACKAGE)))
