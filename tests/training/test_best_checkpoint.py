@@ -11,12 +11,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from codereasoner.training.curves import CURVES_JSONL, read_curves
+from codereasoner.training.grpo_rewards import REWARDS, RewardContext
 from codereasoner.training.recipe import RecipeError, Stage, load_recipe
 from codereasoner.training.trainers import DONE_FILE
 from tests.commands import invoke
@@ -25,7 +27,7 @@ from tests.training.test_train import TINY_GRPO, TINY_SFT, _wait_for_checkpoint
 
 EVAL = ["eval_strategy=steps", "eval_steps=1", "save_steps=1", "load_best_model_at_end=true"]
 # The taught model answers two prompts right, wrong or too long; at this learning rate its
-# held-out reward goes up and down from one evaluation to the next.
+# held-out reward changes from one evaluation to the next, in no direction a test can rely on.
 GRPO = [
     *EVAL, "metric_for_best_model=eval_reward", "per_device_eval_batch_size=8",
     "max_completion_length=24", "length_buffer=12", "learning_rate=1e-3",
@@ -66,23 +68,50 @@ def check_best(out: Path, metric: str, stdout: str, higher: bool = True) -> int:
     return step
 
 
+SCRIPTED_BEST = 2  # the step whose evaluation the scripted reward makes the best
+SCRIPTED_WEIGHT = 10.0  # above what the run's other rewards can add up to (code 1, length 0)
+
+
+def _scripted(context: RewardContext) -> Any:
+    """A reward that pays SCRIPTED_WEIGHT's share at step SCRIPTED_BEST and nothing elsewhere:
+    in training a group's completions all get the same value (no advantage, the policy learns
+    from the other rewards), in evaluation the best step is known before the run."""
+
+    def scripted_best_step(completions: list[Any], trainer_state: Any, **_: Any) -> list[float]:
+        paid = 1.0 if trainer_state.global_step == SCRIPTED_BEST else 0.0
+        return [paid] * len(completions)
+
+    return scripted_best_step
+
+
+@pytest.fixture
+def scripted_reward() -> Iterator[str]:
+    REWARDS.register(_scripted, name="scripted_best_step")
+    try:
+        yield "scripted_best_step"
+    finally:
+        REWARDS.unregister("scripted_best_step")
+
+
 @pytest.mark.slow
 def test_grpo_ends_with_the_checkpoint_of_its_best_eval_reward(
-    taught: tuple[Path, Path], tmp_path: Path
+    taught: tuple[Path, Path], tmp_path: Path, scripted_reward: str
 ) -> None:
     model, data = taught
     out = tmp_path / "grpo"
     done = invoke(
         "train", "grpo", "--config", str(TINY_GRPO), f"model_name_or_path={model}",
         f"dataset={data}", f"eval_dataset={data}", f"output_dir={out}", *GRPO, "max_steps=4",
+        f"rewards=[code_reasoning,length,{scripted_reward}]",
+        f"reward_weights=[1.0,1.0,{SCRIPTED_WEIGHT}]",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert [step for step, _ in evaluations(out, "eval_reward")] == [1, 2, 3, 4]
     assert {"eval_rewards/code_reasoning/mean", "eval_code_reasoning/accuracy/forward"} <= {
         key for entry in read_curves(out / CURVES_JSONL) for key in entry
     }  # the held-out answers, scored by the run's rewards
-    step = check_best(out, "eval_reward", done.stdout)
-    assert step < 4 and not same_weights(out, out / "checkpoint-4")  # not the last model
+    assert check_best(out, "eval_reward", done.stdout) == SCRIPTED_BEST
+    assert not same_weights(out, out / "checkpoint-4")  # the best model, not the last one
 
 
 @pytest.mark.slow
