@@ -79,7 +79,7 @@ def toy() -> Iterator[BackendType]:
 def test_a_declared_backend_is_parsed_loaded_and_described(toy: BackendType) -> None:
     assert BACKENDS["toy"] is toy
     assert spec_shapes()[-1] == "toy:WORD"
-    assert spec_help().endswith("oracle or toy:WORD")
+    assert spec_help().endswith("trace-corrupted or toy:WORD")
     assert "toy:WORD (a word said back)" in spec_help(summaries=True)
     # the spec's rest goes through the declaration's parse function
     assert parse_spec(" toy:Hello ") == ModelSpec("toy", "hello")
@@ -89,7 +89,7 @@ def test_a_declared_backend_is_parsed_loaded_and_described(toy: BackendType) -> 
         parse_spec("toy:h1")
     with pytest.raises(SpecError, match=r"^model spec 'toy': expected .* or toy:WORD$"):
         parse_spec("toy")  # a backend with a form needs its rest
-    with pytest.raises(SpecError, match=r"hf:PATH, oracle or toy:WORD$"):
+    with pytest.raises(SpecError, match=r"hf:PATH, oracle, trace, trace-corrupted or toy:WORD$"):
         parse_spec("nope:x")  # the list of shapes reads the registry
     model = load_backend("toy:Hello", shout=True, repeat=2, concurrency=None)
     assert isinstance(model, ToyBackend) and model.model_id == "toy:hello"
@@ -116,7 +116,10 @@ def test_registering_and_removing() -> None:
     finally:
         assert unregister("toy") is TOY
     assert "toy" not in BACKENDS and "toy" not in spec_help()
-    with pytest.raises(SpecError, match="expected openai:NAME@URL, vllm:PATH, hf:PATH or oracle"):
+    with pytest.raises(
+        SpecError,
+        match="expected openai:NAME@URL, vllm:PATH, hf:PATH, oracle, trace or trace-corrupted",
+    ):
         load_backend("toy:abc")
     with pytest.raises(TypeError):
         BACKENDS["toy"] = TOY  # type: ignore[index]  # read-only: register() adds backends
@@ -163,14 +166,19 @@ def test_heavy_libraries_wait_for_their_backend() -> None:
 
 
 def test_builtin_specs_keep_their_errors() -> None:
-    assert spec_shapes() == ("openai:NAME@URL", "vllm:PATH", "hf:PATH", "oracle")
+    assert spec_shapes() == (
+        "openai:NAME@URL", "vllm:PATH", "hf:PATH", "oracle", "trace", "trace-corrupted",
+    )  # fmt: skip
     assert str(parse_spec("openai:m@https://h/v1/")) == "openai:m@https://h/v1"
     assert parse_spec("vllm:org/model") == ModelSpec("vllm", "org/model")
     with pytest.raises(SpecError, match=r"^model spec 'openai:m': expected openai:NAME@URL with"):
         parse_spec("openai:m")
     with pytest.raises(SpecError, match=r"expected vllm:PATH \(a local folder or hub name\)$"):
         parse_spec("vllm:")
-    with pytest.raises(SpecError, match="expected openai:NAME@URL, vllm:PATH, hf:PATH or oracle"):
+    with pytest.raises(
+        SpecError,
+        match="expected openai:NAME@URL, vllm:PATH, hf:PATH, oracle, trace or trace-corrupted",
+    ):
         parse_spec("oracle:x")
     with pytest.raises(SpecError, match=r"do not apply to oracle backends \(they take: none\)"):
         load_backend("oracle", batch_size=1)

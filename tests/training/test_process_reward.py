@@ -23,6 +23,7 @@ from codereasoner.training.grpo_rewards import REWARDS, RewardContext, build_rew
 from codereasoner.training.process import (
     MAX_COLUMN_CHARS,
     ProbedValue,
+    Statement,
     judge_chain,
     parse_column,
     probes_column,
@@ -81,7 +82,7 @@ def chains_per_direction(
             for row in rows
             if row["direction"] == direction
             for entry in parse_column(row["probes"])[:1]
-            if entry.complete
+            if entry.complete and entry.truth in entry.credited
         ][:3]
         assert chosen, direction
         for row, entry in chosen:
@@ -176,8 +177,15 @@ def test_the_process_reward_is_listed_not_a_default_and_needs_the_code_reward() 
     code.close()
 
 
-ENTRY = ProbedValue("total", 4, "6", ("0", "1", "3", "6"), ("1", "3", "6"))
-OTHER = ProbedValue("seen", 5, "[1, 2]", ("[]", "[1]", "[1, 2]"), ("[1]", "[1, 2]"))
+# total = 0 before a loop whose line 4 adds 1, 2 and 3; seen = [] before line 5 appends: the
+# first values (0 and []) are shown in the code, the computed ones earn
+ENTRY = ProbedValue(
+    "total", 4, "6", ("0", "1", "3", "6"), ("1", "3", "6"), credited=("1", "3", "6"),
+    runs=(("1", "1"), ("2", "3"), ("3", "6")),
+)  # fmt: skip
+OTHER = ProbedValue(
+    "seen", 5, "[1, 2]", ("[]", "[1]", "[1, 2]"), ("[1]", "[1, 2]"), credited=("[1]", "[1, 2]")
+)
 
 
 @pytest.mark.parametrize(
@@ -194,7 +202,7 @@ OTHER = ProbedValue("seen", 5, "[1, 2]", ("[]", "[1]", "[1, 2]"), ("[1]", "[1, 2
     ],
 )
 def test_each_statement_form_is_read(text: str) -> None:
-    assert stated_values(text, ["total"]) == [("total", "3", None)]
+    assert stated_values(text, ["total"]) == [Statement("total", "3")]
     assert judge_chain(text.replace("3", "4"), [ENTRY]).false == 1
     assert (judge_chain(text, [ENTRY]).true, judge_chain(text, [ENTRY]).false) == (1, 0)
 
@@ -236,7 +244,11 @@ def test_each_variable_earns_or_costs_its_share_of_the_weight() -> None:
     assert score("<Reasoning>.</Reasoning><Answer>total = 99</Answer>") == 0.0  # no reasoning
     # at the probed line, the value must be one the line leaves (0 is the value before it)
     assert score("After line 4, total = 0.") == -0.5
-    assert score("After line 9, total = 0.") == 0.5
+    assert score("After line 9, total = 0.") == 0.0  # true, but the first value: restated
+    # in a named iteration, the value that iteration leaves
+    assert score("line 4, iteration 2: total = 3") == 0.5
+    assert score("line 4 [iter 2]: total = 6") == -0.5  # a value of iteration 3
+    assert score("line 9, iteration 2: total = 6") == 0.5  # not the probed line: any value
     # a variable whose values were not all kept is not judged
     incomplete = probes_column([ProbedValue("total", 4, "6", ("6",), ("6",), complete=False)])
     assert process_score("total = 5", incomplete, answer_right=True) == 0.0
@@ -248,7 +260,7 @@ def test_the_term_is_symmetric() -> None:
     pairs = [
         ("total = 6", "total = 5"),
         ("seen = [1, 2]", "seen = [9]"),
-        ("total = 3\nseen = []", "total = 2\nseen = [0]"),
+        ("total = 3\nseen = [1]", "total = 2\nseen = [0]"),
         ("After line 4, total = 1.", "After line 4, total = 0."),
     ]
     for true, false in pairs:
@@ -323,22 +335,21 @@ def test_a_backward_chain_is_judged_only_when_it_answers_the_cases_call() -> Non
 
 
 def test_a_statement_right_before_a_tag_is_read() -> None:
-    assert stated_values("<Reasoning>total = 5</Reasoning>", ["total"]) == [("total", "5", None)]
+    assert stated_values("<Reasoning>total = 5</Reasoning>", ["total"]) == [Statement("total", "5")]
     assert stated_values("total = 5<6", ["total"]) == []
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("out = [1].</Reasoning>", [("out", "[1]", None)]),
-        ("out = [1] (after line 7)", [("out", "[1]", 7)]),
-        ("out equals [0]!", [("out", "[0]", None)]),
-        ("step = 3.</Reasoning>", [("step", "3", None)]),
+        ("out = [1].</Reasoning>", [Statement("out", "[1]")]),
+        ("out = [1] (after line 7)", [Statement("out", "[1]", 7)]),
+        ("line 7 (iteration 2.1): out = [1]", [Statement("out", "[1]", 7, "2.1")]),
+        ("out equals [0]!", [Statement("out", "[0]")]),
+        ("step = 3.</Reasoning>", [Statement("step", "3")]),
         ("out = [1] + [2]", []),
         ("out = f(1)", []),
     ],
 )
-def test_sentence_ends_and_asides_end_a_statement(
-    text: str, expected: list[tuple[str, str, int | None]]
-) -> None:
+def test_sentence_ends_and_asides_end_a_statement(text: str, expected: list[Statement]) -> None:
     assert stated_values(text, ["out", "step"]) == expected

@@ -182,6 +182,16 @@ BUILTIN: tuple[BackendType, ...] = (
         "codereasoner.models.oracle:OracleBackend",
         "a self-check from the ground truth",
     ),
+    BackendType(
+        "trace",
+        "codereasoner.models.trace_teacher:TraceTeacher",
+        "a teacher writing chains from our exact trace",
+    ),
+    BackendType(
+        "trace-corrupted",
+        "codereasoner.models.trace_teacher:CorruptedTraceTeacher",
+        "the trace teacher's control: wrong values, right answers",
+    ),
 )
 """The backends that ship with the package, in the order help text lists them."""
 
@@ -209,12 +219,12 @@ del _backend
 
 
 def spec_shapes() -> tuple[str, ...]:
-    """Every registered spec shape: ``("openai:NAME@URL", "vllm:PATH", "hf:PATH", "oracle")``."""
+    """Every registered spec shape: ``("openai:NAME@URL", "vllm:PATH", "hf:PATH", "oracle", ...)``."""
     return tuple(backend.shape for backend in _backends.values())
 
 
 def spec_help(*, summaries: bool = False) -> str:
-    """The spec shapes as one phrase, ``openai:NAME@URL, vllm:PATH, hf:PATH or oracle``; with
+    """The spec shapes as one phrase, ``openai:NAME@URL, vllm:PATH, hf:PATH, oracle, trace or trace-corrupted``; with
     ``summaries`` each shape is followed by its summary in parentheses."""
     parts = [
         f"{backend.shape} ({backend.summary})" if summaries else backend.shape

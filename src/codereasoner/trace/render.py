@@ -67,10 +67,11 @@ def _loop_instances(steps: tuple[Step, ...]) -> list[_Instance]:
     return instances
 
 
-def _hidden_ranges(
+def hidden_ranges(
     steps: tuple[Step, ...], first: int, last: int
 ) -> dict[int, tuple[int, _Instance, int]]:
-    """start index -> (end index, loop instance, number of iterations left out)."""
+    """Loop runs of more than ``first + last`` iterations, shortened: start index -> (end
+    index, loop instance, number of iterations left out)."""
     hidden: dict[int, tuple[int, _Instance, int]] = {}
     for instance in _loop_instances(steps):
         count = len(instance.starts)
@@ -115,7 +116,7 @@ def to_text(
     """Render ``trace`` as compact text, one line per step (see the module docstring)."""
     steps = trace.steps
     code = source.splitlines() if source is not None else None
-    hidden = _hidden_ranges(steps, first_iterations, last_iterations)
+    hidden = hidden_ranges(steps, first_iterations, last_iterations)
     lines: list[str] = []
     # "return"/"yield" lines wait until the frame's later callees have been shown.
     pending: list[tuple[int, str]] = []

@@ -217,8 +217,14 @@ class Distiller:
         traces = trace_cases(self.pool(), self.cases)
         hints = trace_hints(self.pool(), self.cases, traces) if settings.hint == "trace" else None
         asked, probes = draw_probes(self.cases, traces, settings.probes_per_case)
+        by_id = {case.id: case for case in self.cases}
         self._probed = {
-            case_id: [entry.to_dict() for entry in probed_values(traces[case_id], found)]
+            case_id: [
+                entry.to_dict()
+                for entry in probed_values(
+                    traces[case_id], found, code=by_id[case_id].code, call=by_id[case_id].call
+                )
+            ]
             for case_id, found in probes.items()
         }
         items = case_items(self.cases, settings.directions, hints, asked)

@@ -1,42 +1,59 @@
-"""The process reward: a chain of thought gains credit for the probed intermediate values it
-states rightly and loses as much for those it states wrongly.
+"""The process reward: a chain of thought gains credit for the computed intermediate values it
+states rightly and loses for those it states wrongly; restating what the prompt shows earns
+nothing.
 
 Each RL row may carry a ``probes`` column (a JSON text, see :func:`probes_column`): per probed
 variable of the case's call, its name, the probed line and truth, the distinct values the
-variable takes in the entry frame of our trace (``history``, in order) and right after each
-run of the probed line (``at_line``). distill computes it from the trace (:func:`probed_values`);
-at reward time nothing runs.
+variable takes in the entry frame of our trace (``history``, in order), right after each run of
+the probed line (``at_line``), that line's value in each loop iteration (``runs``, by iteration
+label such as ``2`` or ``2.3``), and the values that earn credit (``credited``). distill
+computes it from the trace, the code and the call (:func:`probed_values`); at reward time
+nothing runs.
+
+**What earns.** A value is ``credited`` only when it is *computed*: a value the variable takes
+after its first one (a first value is an argument, an initialisation or one expression of
+them, all readable or nearly so from the prompt), and that is no literal visible in the code or
+in the call (``0`` from ``total = 0``, ``1`` from ``i += 1``, ``'a'`` from ``f('abc', 'a')``, any
+element of a literal shown). A variable with no credited value cannot earn; it can still cost.
 
 A chain states a probed variable's value with ``name = <literal>``, ``name is <literal>``,
 ``name is now <literal>``, ``name becomes <literal>``, ``name equals <literal>`` or
 ``name: <literal>`` (the name may be in backticks); the literal is parsed, never evaluated, and a
 statement whose literal continues as an expression (``total = 3 + 4``) is no statement. Only
 the reasoning counts (the text before the last ``<Answer>``). A statement is **false** when the
-variable never takes that value in the trace; when the chain's line also names ``line N``, the
-probed line of that variable, the value must be one it holds right after that line ran. Values
-are compared as :func:`codereasoner.values.equal` leniently, as probe answers are graded.
-Statements about a variable whose values were not all kept (a marker such as ``<Node object>``,
-or over the bounds) are not counted: they cannot be checked.
+variable never takes that value in the trace; when the chain's line names ``line N``, the
+probed line of that variable, the value must be one it holds right after that line ran, and
+when the line also names an iteration (``iteration 2``, ``iter 2.1``), the value it holds right
+after that line ran in that iteration. Values are compared as
+:func:`codereasoner.values.equal` leniently, as probe answers are graded. Statements about a
+variable whose values were not all kept (a marker such as ``<Node object>``, or over the bounds)
+are not counted: they cannot be checked.
 
 Each checkable probed variable of the row is judged once, from all the chain says of it:
 **false** when any statement of it is false (a variable stated with a true and a false value
-counts as false), **true** when it is stated and every statement of it is true, otherwise
-unstated. With ``probed`` checkable variables, ``true`` and ``false`` of them judged so, and
-``right`` whether the completion's final answer is right (the outcome reward's verdict)::
+counts as false); **true** when every statement of it is true and one of them states a
+credited value; otherwise **restated** (only uncredited values, all true) or unstated. With
+``creditable`` variables (checkable, with a credited value), ``true`` and ``false`` of them
+judged so, and ``right`` whether the completion's final answer is right (the outcome reward's
+verdict)::
 
-    process = weight * (right * true - false) / probed        (0 when nothing is probed)
+    process = weight * clip((right * true - false) / creditable, -1, 1)
 
-- symmetric: a true variable earns exactly what a false one costs (``weight / probed``);
-- bounded in ``[-weight, +weight]`` (``true + false <= probed``);
+(the divisor is the checkable variables when none is creditable; 0 when nothing is probed).
+
+- restating gains nothing: first values, arguments and literals of the prompt are true but
+  earn 0, so a chain that restates them scores 0 at best;
 - padding gains nothing: a variable earns once however often or in however many true values it
   is stated, unprobed variables earn nothing, and listing candidate values of a variable makes
   it false as soon as one of them is;
-- never positive unless the answer is right: without a right answer only the loss applies, so
-  a right answer reached through a false intermediate state scores strictly below the same
-  answer with true ones, and a wrong answer never gains from its chain.
+- a chain that states every creditable variable's computed values rightly, with a right answer,
+  scores the maximum, ``+weight``;
+- bounded in ``[-weight, +weight]``, and never positive unless the answer is right: without a
+  right answer only the loss applies.
 
 A backward chain is judged only when it answers the case's own call (another input has other
-intermediate values). The term is summed with the outcome reward (TRL sums the recipe's rewards
+intermediate values). A column written before ``credited`` existed credits nothing (distil
+again to get it). The term is summed with the outcome reward (TRL sums the recipe's rewards
 with ``reward_weights``: :class:`codereasoner.training.rewards.ProcessReward` reads the code
 reward's verdicts; verl's ``compute_score`` adds it, with its own verdict, when
 ``reward_kwargs.process_weight`` is set). Deterministic and bounded.
@@ -44,12 +61,13 @@ reward's verdicts; verl's ``compute_score`` adds it, with its own verdict, when
 
 from __future__ import annotations
 
+import ast
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from codereasoner import values
 from codereasoner.execution import CallSyntaxError, parse_call
@@ -65,6 +83,7 @@ __all__ = [
     "COLUMN",
     "ProbedValue",
     "ProcessVerdict",
+    "Statement",
     "judge_chain",
     "parse_column",
     "probed_values",
@@ -72,6 +91,7 @@ __all__ = [
     "process_score",
     "reasoning_text",
     "stated_values",
+    "visible_literals",
 ]
 
 COLUMN = "probes"  # the RL rows' column, and the distilled records' field
@@ -85,7 +105,9 @@ MAX_COLUMN_CHARS = 8_000  # entries are dropped from the end until the JSON text
 @dataclass(frozen=True)
 class ProbedValue:
     """One probed variable of a call: ``complete`` is False when some of its values were not
-    kept (not a literal, too long, too many), so statements about it are not judged."""
+    kept (not a literal, too long, too many), so statements about it are not judged;
+    ``credited`` are the values that earn (see the module), ``runs`` the probed line's value by
+    loop iteration label."""
 
     name: str
     line: int
@@ -93,6 +115,8 @@ class ProbedValue:
     history: tuple[str, ...]
     at_line: tuple[str, ...]
     complete: bool = True
+    credited: tuple[str, ...] = ()
+    runs: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +126,8 @@ class ProbedValue:
             "history": list(self.history),
             "at_line": list(self.at_line),
             "complete": self.complete,
+            "credited": list(self.credited),
+            "runs": [list(run) for run in self.runs],
         }
 
     @classmethod
@@ -111,9 +137,13 @@ class ProbedValue:
         for key, kind in fields.items():
             if type(data.get(key)) is not kind:
                 raise ValueError(f"probed value: field {key!r} expected {kind.__name__}")
-        texts = [*data["history"], *data["at_line"]]
+        credited = data.get("credited", [])
+        texts = [*data["history"], *data["at_line"], *(credited if type(credited) is list else [0])]
         if any(type(text) is not str for text in texts):
-            raise ValueError("probed value: history and at_line hold literal texts")
+            raise ValueError("probed value: history, at_line and credited hold literal texts")
+        runs = data.get("runs", [])
+        if type(runs) is not list or not all(_is_run(run) for run in runs):
+            raise ValueError("probed value: field 'runs' expected [iteration, literal] pairs")
         return cls(
             name=data["name"],
             line=data["line"],
@@ -121,15 +151,25 @@ class ProbedValue:
             history=tuple(data["history"]),
             at_line=tuple(data["at_line"]),
             complete=data.get("complete", True) is True,
+            credited=tuple(credited),
+            runs=tuple((run[0], run[1]) for run in runs),
         )
 
 
-def probed_values(trace: ExecutionTrace, probes: Sequence[Probe]) -> list[ProbedValue]:
+def _is_run(run: object) -> bool:
+    return type(run) is list and len(run) == 2 and all(type(part) is str for part in run)
+
+
+def probed_values(
+    trace: ExecutionTrace, probes: Sequence[Probe], *, code: str = "", call: str = ""
+) -> list[ProbedValue]:
     """The probed variables of ``trace`` (the entry frame instance, ``fid`` 0): one entry per
     probe that names a variable whose value its truth is (a count such as a loop's runs is no
-    value of a variable), the first of each (name, line), at most ``MAX_ENTRIES``."""
+    value of a variable), the first of each (name, line), at most ``MAX_ENTRIES``. ``code`` and
+    ``call`` are what the prompt shows: their literals earn no credit."""
     found: list[ProbedValue] = []
     seen: set[tuple[str, int]] = set()
+    shown = visible_literals(code, call)
     for probe in probes:
         if probe.name is None or (probe.name, probe.line) in seen:
             continue
@@ -138,13 +178,76 @@ def probed_values(trace: ExecutionTrace, probes: Sequence[Probe]) -> list[Probed
         if not any(_same(probe.truth, text) for text in history):
             continue
         seen.add((probe.name, probe.line))
+        credited = tuple(text for text in history[1:] if not _shown(text, shown))
         entry = ProbedValue(
-            probe.name, probe.line, probe.truth, history, at_line, complete and line_complete
+            probe.name,
+            probe.line,
+            probe.truth,
+            history,
+            at_line,
+            complete and line_complete,
+            credited,
+            _runs(trace, probe.name, probe.line),
         )
         found.append(entry)
         if len(found) == MAX_ENTRIES:
             break
     return found
+
+
+def visible_literals(code: str, call: str) -> list[object]:
+    """Every literal the prompt shows: each constant, container display or negative number of
+    ``code`` and ``call`` whose value is a literal, the elements inside them included."""
+    shown: list[object] = []
+    for text in (code, call):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in _literal_nodes(tree):
+            try:
+                shown.append(ast.literal_eval(node))
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                continue
+    return shown
+
+
+_LITERAL_NODES = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)
+
+
+def _literal_nodes(tree: ast.AST) -> Iterator[ast.expr]:
+    for node in ast.walk(tree):
+        if isinstance(node, _LITERAL_NODES):
+            yield node
+
+
+def _shown(text: str, shown: Sequence[object]) -> bool:
+    value = _literal(text)
+    return any(values.equal(value, literal, "lenient") for literal in shown)
+
+
+def _runs(trace: ExecutionTrace, name: str, line: int) -> tuple[tuple[str, str], ...]:
+    """``name`` right after ``line`` ran in each loop iteration, by iteration label (``2``, or
+    ``2.3`` for nested loops), the first ``MAX_VALUES`` iterations whose value is kept."""
+    state: dict[str, str | None] = {}
+    runs: dict[str, str] = {}
+    for step in trace.steps:
+        if step.fid != 0:
+            continue
+        if step.args is not None:
+            state = dict(step.args)
+        state.update(step.changes)
+        text = state.get(name)
+        if step.line != line or not step.loops or text is None:
+            continue
+        label = ".".join(str(count) for _, count in step.loops)
+        # a loop's header runs once more, in its last iteration, to leave the loop: the
+        # iteration's value is the first one
+        if label not in runs and len(text) <= MAX_VALUE_CHARS and _literal(text) is not _NO_VALUE:
+            runs[label] = text
+            if len(runs) == MAX_VALUES:
+                break
+    return tuple(runs.items())
 
 
 def _values_of(trace: ExecutionTrace, name: str, line: int | None) -> list[str | None]:
@@ -211,6 +314,7 @@ def parse_column(text: str) -> tuple[ProbedValue, ...]:
 _NO_VALUE = object()
 _SEPARATOR = r"(?:=(?!=)|:(?!=)|\bis\s+now\b|\bis\b(?!\s+not\b)|\bbecomes\b|\bequals\b)"
 _LINE_NUMBER = re.compile(r"\bline\s+(\d+)\b", re.I)
+_ITERATION = re.compile(r"\biter(?:ation)?\s+(\d+(?:\.\d+)*)\b", re.I)
 # what makes a literal the start of an expression: an operator, a subscript or call, an
 # attribute, a conditional or a comprehension (prose such as "and" or "so" does not)
 _CONTINUES = re.compile(r"(?!</?[A-Za-z]+>)(?:[-+*/%<>=&|^@\[(]|\.\w|(?:if|else|for)\b)")
@@ -266,24 +370,35 @@ def _leading_literal(text: str) -> str | None:
 _KEYWORDS = frozenset({"True", "False", "None"})
 
 
-def stated_values(text: str, names: Sequence[str]) -> list[tuple[str, str, int | None]]:
-    """Each statement of a value of one of ``names`` in ``text``: (name, literal text, the
-    line number the chain's line names, if exactly one), in order."""
+class Statement(NamedTuple):
+    """A value a chain states: the name, the literal's text, and the line and loop iteration
+    the chain's line names (when it names exactly one)."""
+
+    name: str
+    literal: str
+    line: int | None = None
+    iteration: str | None = None
+
+
+def stated_values(text: str, names: Sequence[str]) -> list[Statement]:
+    """Each statement of a value of one of ``names`` in ``text``, in order."""
     if not names:
         return []
     pattern = _pattern(tuple(sorted(set(names))))
-    found: list[tuple[str, str, int | None]] = []
+    found: list[Statement] = []
     for row in text.splitlines():
         if not any(name in row for name in names):
             continue
         numbers = {int(number) for number in _LINE_NUMBER.findall(row)}
         line = next(iter(numbers)) if len(numbers) == 1 else None
+        labels = set(_ITERATION.findall(row))
+        iteration = next(iter(labels)) if len(labels) == 1 else None
         for match in pattern.finditer(row):
             # a longer literal cannot be judged (no kept value is longer): the window bounds
             # the work per statement
             literal = _leading_literal(row[match.end() : match.end() + MAX_VALUE_CHARS + 1])
             if literal is not None:
-                found.append((match.group(1), literal, line))
+                found.append(Statement(match.group(1), literal, line, iteration))
     return found
 
 
@@ -291,17 +406,22 @@ def stated_values(text: str, names: Sequence[str]) -> list[tuple[str, str, int |
 class ProcessVerdict:
     """How a chain states the row's checkable probed variables (see the module)."""
 
-    true: int  # variables stated, every statement of them true
+    true: int  # variables stated, every statement true, one of them a credited value
     false: int  # variables with a false statement
-    probed: int  # checkable probed variables of the row
+    creditable: int  # checkable probed variables with a credited value
+    checkable: int = 0  # checkable probed variables of the row
+    restated: int = 0  # variables stated, every statement true, none credited
 
     @property
     def stated(self) -> int:
-        return self.true + self.false
+        return self.true + self.false + self.restated
 
     def score(self, weight: float, answer_right: bool) -> float:
+        divisor = self.creditable or self.checkable
+        if not divisor:
+            return 0.0
         credit = self.true if answer_right else 0
-        return weight * (credit - self.false) / self.probed if self.probed else 0.0
+        return weight * max(-1.0, min(1.0, (credit - self.false) / divisor))
 
 
 def reasoning_text(completion: str) -> str:
@@ -312,18 +432,34 @@ def reasoning_text(completion: str) -> str:
 
 def judge_chain(completion: str, entries: Sequence[ProbedValue]) -> ProcessVerdict:
     """Judge each checkable probed variable the chain states (see the module)."""
-    checkable = [entry for entry in entries if entry.complete]
     by_name: dict[str, list[ProbedValue]] = {}
-    for entry in checkable:
-        by_name.setdefault(entry.name, []).append(entry)
-    truths: dict[str, set[bool]] = {}
-    for name, literal, line in stated_values(reasoning_text(completion), list(by_name)):
-        known = by_name[name]
-        at_line = next((entry for entry in known if entry.line == line), None)
-        allowed = at_line.at_line if at_line is not None else known[0].history
-        truths.setdefault(name, set()).add(any(_same(literal, text) for text in allowed))
-    false = sum(False in judged for judged in truths.values())
-    return ProcessVerdict(len(truths) - false, false, len(by_name))
+    for entry in entries:
+        if entry.complete:
+            by_name.setdefault(entry.name, []).append(entry)
+    judged: dict[str, set[tuple[bool, bool]]] = {}  # name -> {(true, credited)}
+    for statement in stated_values(reasoning_text(completion), list(by_name)):
+        known = by_name[statement.name]
+        allowed = _allowed(known, statement)
+        held = any(_same(statement.literal, text) for text in allowed)
+        earns = held and any(_same(statement.literal, text) for text in known[0].credited)
+        judged.setdefault(statement.name, set()).add((held, earns))
+    false = sum(any(not held for held, _ in found) for found in judged.values())
+    true = sum(
+        all(held for held, _ in found) and any(earns for _, earns in found)
+        for found in judged.values()
+    )
+    creditable = sum(any(entry.credited for entry in known) for known in by_name.values())
+    return ProcessVerdict(true, false, creditable, len(by_name), len(judged) - true - false)
+
+
+def _allowed(known: Sequence[ProbedValue], statement: Statement) -> tuple[str, ...]:
+    """The values a statement may state: right after the probed line it names (in the
+    iteration it names, when that run was kept), else any the variable takes."""
+    at_line = next((entry for entry in known if entry.line == statement.line), None)
+    if at_line is None:
+        return known[0].history
+    run = dict(at_line.runs).get(statement.iteration or "")
+    return (run,) if statement.iteration is not None and run is not None else at_line.at_line
 
 
 def process_score(
