@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -14,10 +15,18 @@ from codereasoner.training.export import (
     FORMATS,
     LLAMAFACTORY_NAMES,
     VERL_DATA_SOURCE,
+    DistilledRecord,
     ExportError,
     RecordFilter,
     export,
     parse_directions,
+    read_distilled,
+)
+from codereasoner.training.method_split import (
+    DEFAULT_PERCENT,
+    SPLITS,
+    MethodSplit,
+    write_manifest,
 )
 from codereasoner.training.pass_rate import PassRateFilter
 
@@ -40,6 +49,13 @@ PASS_RATE_HELP = (
     "starts from (--teacher SFT_MODEL --k 8 --temperature 1.0 --max-tokens 4096, over the same "
     "cases, directions, style and hint): a prompt it always or never solves gives a whole GRPO "
     "group the advantage 0."
+)
+METHODS_HELP = (
+    "Keep the records of one share of the catalog methods: "
+    + ", ".join(SPLITS)
+    + ". Each method falls in a share by a hash of --method-seed and its name "
+    "(--method-split percent), so held-out methods never reach training; the split is recorded "
+    "beside --out as OUT.methods.json."
 )
 OUT_HELP = (
     "Where to write. trl-sft, trl-grpo: a .jsonl file; verl: a .parquet file; "
@@ -87,19 +103,64 @@ def export_command(
             help="With --pass-rate: leave out pass rates at or above this (2: none).  [default: 1]"
         ),
     ] = None,
+    methods: Annotated[
+        str | None, typer.Option(help=METHODS_HELP, metavar="SHARE", show_default=False)
+    ] = None,
+    method_split: Annotated[
+        str,
+        typer.Option(help="With --methods: train,validation,test percentages of the methods."),
+    ] = ",".join(map(str, DEFAULT_PERCENT)),
+    method_seed: Annotated[int, typer.Option(help="With --methods: the split's seed.")] = 0,
 ) -> None:
     """Export distilled.jsonl as TRL (SFT, GRPO), LLaMA-Factory or verl training data."""
     try:
         if fmt not in FORMATS:
             raise ExportError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
-        select = _pass_rate_filter(fmt, pass_rate, pass_above, pass_below)
+        by_pass_rate = _pass_rate_filter(fmt, pass_rate, pass_above, pass_below)
+        split_by = _method_split(methods, method_split, method_seed)
+        select = _both(split_by, methods, by_pass_rate)
         check_parents("--out", out)  # a file in the way: one line, not an OSError at the end
         summary = export(
             source, fmt, out, parse_directions(directions), force=force, split=split, select=select
         )
+        if split_by is not None and methods is not None:
+            every = {record.method for record in read_distilled(source)}
+            write_manifest(out, split_by, methods, every)
     except ExportError as exc:
         fail(flag_message(exc))
     typer.echo(safe_text(summary.line()))
+
+
+def _method_split(share: str | None, percent: str, seed: int) -> MethodSplit | None:
+    if share is None:
+        return None
+    try:
+        shares = tuple(int(part) for part in percent.split(","))
+    except ValueError:
+        raise ExportError(
+            f"--method-split {percent!r}: expected three whole percentages such as 70,15,15"
+        ) from None
+    split = MethodSplit(seed, shares)  # type: ignore[arg-type]  # its check names the shape
+    split.selector(share)
+    return split
+
+
+def _both(
+    split: MethodSplit | None, share: str | None, pass_rate: RecordFilter | None
+) -> RecordFilter | None:
+    """The method share's records, then those the pass rate keeps."""
+    if split is None or share is None:
+        return pass_rate
+    by_method = split.selector(share)
+    if pass_rate is None:
+        return by_method
+
+    def select(records: Sequence[DistilledRecord]) -> tuple[list[DistilledRecord], str]:
+        kept, said = by_method(records)
+        chosen, more = pass_rate(kept)
+        return chosen, f"{said}; {more}"
+
+    return select
 
 
 def _pass_rate_filter(

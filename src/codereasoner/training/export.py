@@ -99,6 +99,7 @@ class DistilledRecord:
     truth: str | None = None  # direction probe: the probe's exact truth
     question: str | None = None  # direction probe: the question asked
     probes: str = "[]"  # the process column: the case's probed values as JSON text
+    method: str = ""  # the catalog method the case exercises ("" when the record has none)
 
     @property
     def target(self) -> str:
@@ -225,7 +226,13 @@ def parse_record(obj: object, where: str) -> DistilledRecord:
         truth=probe.get("truth"),
         question=probe.get("question"),
         probes=_probes(obj, where),
+        method=_method(obj, where),
     )
+
+
+def _method(obj: dict[str, Any], where: str) -> str:
+    """The record's catalog method; "" for a record written without one."""
+    return _string(obj, "method", where) if "method" in obj else ""
 
 
 def _probes(obj: dict[str, Any], where: str) -> str:
