@@ -198,6 +198,7 @@ BAD_OPTIONS = [
     (("--workers", "0"), "--workers"),
     (("--n", "0"), "--n"),
     (("--limit", "0"), "--limit"),
+    (("--skip", "-1"), "--skip"),
     (("--seed", "-1"), "--seed"),
     (("--style", "fancy"), "--style"),
     (("--extraction", "guess"), "--extraction"),
@@ -728,3 +729,29 @@ def test_log_samples_writes_every_graded_sample(tmp_path: Path) -> None:
                      str(tmp_path))  # fmt: skip
     assert refused.exit_code == 2 and "is a folder" in refused.stderr
     assert not (tmp_path / "other").exists()
+
+
+def scored_ids(out: Path) -> set[str]:
+    with sqlite3.connect(out / "run.sqlite") as connection:
+        return {row[0] for row in connection.execute("SELECT item_id FROM scores")}
+
+
+def test_skip_takes_the_next_items_of_the_fixed_order(tmp_path: Path) -> None:
+    runs = {
+        "test": ("--limit", "3"),
+        "validation": ("--skip", "3", "--limit", "2"),
+        "both": ("--limit", "5"),
+    }
+    for name, flags in runs.items():
+        done = invoke(tmp_path / name, "oracle", "--bench", "cruxeval-o", *flags)
+        assert done.exit_code == 0, done.output
+    test, validation, both = (scored_ids(tmp_path / name) for name in runs)
+    assert len(test) == 3 and len(validation) == 2 and not test & validation
+    assert test | validation == both  # the same fixed order, cut at another place
+    again = invoke(
+        tmp_path / "validation", "oracle", "--bench", "cruxeval-o", "--skip", "1", "--limit", "2"
+    )
+    refused(again, "--skip")
+    assert "--skip 3" in again.stderr and "--skip 1" in again.stderr
+    kept = invoke(tmp_path / "test", "oracle", "--bench", "cruxeval-o", "--limit", "3")
+    assert kept.exit_code == 0, kept.output  # a run without --skip resumes as before

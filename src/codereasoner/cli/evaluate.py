@@ -221,6 +221,13 @@ def eval_command(
     limit: Annotated[
         int | None, typer.Option(help="About N items per benchmark, a fixed subset.")
     ] = None,
+    skip: Annotated[
+        int,
+        typer.Option(
+            help="Leave out the first N items of that fixed order first: --skip 200 --limit 100 "
+            "is disjoint from --limit 200 (a validation set beside a test set)."
+        ),
+    ] = 0,
     data_dir: Annotated[Path | None, DATA_DIR_OPTION] = None,
     model_args: Annotated[
         str | None,
@@ -288,6 +295,7 @@ def eval_command(
             workers=workers,
             isolation=isolation,
             executor=executor,
+            skip=skip,
         )
         if log_samples is not None and log_samples.is_dir():
             fail(f"--log-samples {log_samples}: is a folder; expected a file name")

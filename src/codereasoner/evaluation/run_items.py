@@ -18,20 +18,27 @@ from codereasoner.tasks import Item
 __all__ = ["available", "headline", "known_styles", "load_items", "select_items", "style_for"]
 
 
-def select_items(bench: Benchmark, items: Sequence[Item], limit: int | None) -> list[Item]:
+def select_items(
+    bench: Benchmark, items: Sequence[Item], limit: int | None, skip: int = 0
+) -> list[Item]:
     """A deterministic subset of about ``limit`` items: whole groups (``Benchmark.group``: e.g.
     REval's program and input, CoRE's problem) in the order of a hash of their key, until
-    ``limit`` is reached."""
-    if limit is None or limit >= len(items):
+    ``limit`` is reached, after leaving out the groups of the first ``skip`` items of that
+    order. So ``limit=200`` and ``skip=200, limit=100`` are disjoint, and a larger ``limit``
+    keeps a smaller one's items."""
+    if (limit is None or limit >= len(items)) and not skip:
         return list(items)
     groups: dict[str, list[Item]] = {}
     for item in items:
         groups.setdefault(bench.group(item), []).append(item)
     order = sorted(groups, key=lambda key: hashlib.sha256(key.encode()).hexdigest())
     chosen: set[str] = set()
-    count = 0
+    skipped = count = 0
     for key in order:
-        if count >= limit:
+        if skipped < skip:
+            skipped += len(groups[key])
+            continue
+        if limit is not None and count >= limit:
             break
         chosen.add(key)
         count += len(groups[key])

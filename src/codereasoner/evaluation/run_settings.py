@@ -22,7 +22,7 @@ from codereasoner.synth.writer import LOCK_FILE
 
 FORMAT = "run-store"  # the reports' "format" field
 SCORE_CHUNK = 500  # items graded and stored per transaction
-FIXED = ("sampling", "style", "extraction", "grading", "chat", "limit")
+FIXED = ("sampling", "style", "extraction", "grading", "chat", "limit", "skip")
 ORACLE = "oracle"
 SELF_CHECK = "SELF-CHECK: the oracle answers from the ground truth; this is not a model score"
 RESULTS_JSON = "results.json"  # the summary of the last run (done or failed), beside run.sqlite
@@ -71,13 +71,14 @@ class RunSettings:
     workers: int | None = None
     isolation: str = "auto"
     executor: str | None = None  # local, ray or ray:ADDRESS (default: $CODEREASONER_EXECUTOR)
+    skip: int = 0  # items of the fixed order left out before the --limit ones
 
     def config(self) -> dict[str, Any]:
         """The run row's config (JSON)."""
         sampling = {
             key: value for key, value in json.loads(self.sampling.key()).items() if key != "stop"
         }
-        return {
+        config = {
             "benchmarks": list(self.benchmarks),
             "n": self.n,
             "sampling": sampling,
@@ -88,11 +89,14 @@ class RunSettings:
             "limit": self.limit,
             "data_dir": None if self.data_dir is None else str(self.data_dir),
         }
+        if self.skip:  # absent when 0: run folders from before --skip keep their config and hash
+            config["skip"] = self.skip
+        return config
 
     def identity(self) -> dict[str, Any]:
         """The settings a resumed run must keep (``FIXED``), as stored in the config."""
         config = self.config()
-        return {key: config[key] for key in FIXED}
+        return {key: config[key] for key in FIXED if key in config}
 
 
 def refused(setting: str, value: object, expected: str) -> RunError:
@@ -112,6 +116,8 @@ def check_settings(settings: RunSettings) -> None:
         raise refused("n", settings.n, "at least 1 sample per item")
     if settings.limit is not None and settings.limit < 1:
         raise refused("limit", settings.limit, "at least 1 item")
+    if settings.skip < 0:
+        raise refused("skip", settings.skip, "0 or more items")
     if settings.timeout is not None and not settings.timeout > 0:
         raise refused("timeout", settings.timeout, "a positive number of seconds")
     if settings.workers is not None and settings.workers < 1:
@@ -177,6 +183,7 @@ FLAGS = {
     "grading": "--grading",
     "chat": "--chat/--raw",
     "limit": "--limit",
+    "skip": "--skip",
     "temperature": "--temperature",
     "top_p": "--top-p",
     "max_tokens": "--max-tokens",

@@ -169,7 +169,8 @@ class Runner:
         except ValueError as exc:  # a SettingError stays the cause: the CLI names its flag
             raise RunError(str(exc)) from exc
         style = style_for(bench, self.settings.style)
-        items = select_items(bench, load_items(bench, self.settings.data_dir), self.settings.limit)
+        found = load_items(bench, self.settings.data_dir)
+        items = select_items(bench, found, self.settings.limit, self.settings.skip)
         chat = self.settings.chat
         system = bench.system_message(chat)
         prompts = {item.id: bench.prompt(item, style) for item in items}
@@ -213,8 +214,8 @@ class Runner:
             )
         mine = self.settings.config()
         for key in FIXED:
-            if row.config.get(key) != mine[key]:
-                flag, stored, asked = _differing_option(key, row.config.get(key), mine[key])
+            if row.config.get(key) != mine.get(key):
+                flag, stored, asked = _differing_option(key, row.config.get(key), mine.get(key))
                 raise RunError(
                     f"{where} {flag} {json.dumps(stored)}, this run asks {flag} "
                     f"{json.dumps(asked)} (choose another --out, or keep {flag})"
