@@ -1,334 +1,315 @@
-"""A real model learns on CPU: SmolLM2-135M-Instruct, SFT then GRPO through ``codereasoner
-train`` and its recipes, evaluated on CRUXEval against the untrained model and a copy rule.
+"""Does the CodeReasoner recipe make a real pretrained model reason better about code? The CPU
+study: SmolLM2-135M-Instruct trained through ``codereasoner`` commands, beside trivial
+baselines, on data training never saw.
 
-  1. cases: ``codereasoner synth --generator offline`` with the benchmark data, so cases
-     sharing a 10-gram with CRUXEval (and the other benchmarks present) are dropped by the
-     literal rule;
-  2. data: ``codereasoner distill --teacher oracle --style direct`` (answers from the ground
-     truth: no LLM teacher on this machine), exported as trl-sft and trl-grpo rows;
-  3. sft: ``codereasoner train sft --config recipes/cpu-smollm2-sft.yaml``;
-  4. grpo: ``codereasoner train grpo --config recipes/cpu-smollm2-grpo.yaml`` from the SFT model;
-  5. eval: ``codereasoner eval --chat`` on ``--limit`` items of CRUXEval-O and -I (eval's fixed
-     subset, the same for every arm): the raw model with the official extraction, the trained
-     ones with ``answer-tag`` (they were taught ``<Answer>`` tags);
-  6. the same CRUXEval-O programs in the prompt the models were trained on: the subset written as
-     a cases file (``eval --bench cases``: output prediction forward, input prediction backward,
-     "answer inside <Answer> tags"), every arm evaluated on it too;
-  7. copy: the rule that copies from the prompt (output: the first argument; input: ``f(OUTPUT)``),
-     graded by ``codereasoner score`` on the same items.
+    python bench/learn_real.py --data-dir DATA --out runs/study [--seeds 0,1] [--phase data]
 
-Settings were fixed before any evaluation (no search: the recipes as shipped), and the benchmark
-subset is evaluated once per model. Each CRUXEval item is its own program, so the confidence
-intervals resample items (paired between arms: 2,000 bootstrap draws, 95 %).
+Data (once):
 
-Every step is a resumable command of its own (synth, distill, eval and train resume; a finished
-step is skipped), so a killed run goes on where it stopped. Commands run with one torch thread
-each (``OMP_NUM_THREADS=1``) unless the environment says otherwise: on a small shared machine,
-busy-waiting threads of several processes slow each other down many times over.
+1. ``synth --generator offline --data-dir DATA``: cases decontaminated against CRUXEval (and
+   the other benchmarks present) by the literal 10-gram rule;
+2. the cases split by catalog method (``MethodSplit(seed=0)``, 70/15/15 percent of the
+   methods): training rows come from the ``train`` methods only; ``heldout/validation`` and
+   ``heldout/test`` hold the other methods' cases, as cases files for ``eval``;
+3. three teachers over the same cases, so that every SFT arm has the same rows: ``oracle
+   --style direct`` (direct answers), ``trace`` (chains from our exact trace) and
+   ``trace-corrupted`` (the same chains, every stated value wrong, the answer right), each
+   exported with ``export --methods train``;
+4. CRUXEval: the test programs are ``eval --limit T``'s fixed subset, the validation programs
+   the next ones of the same order (``--skip T --limit V``); both are also written as cases
+   files, to ask the same programs in the trained format (input prediction is the backward
+   direction). A program whose call takes a lambda has no case form; every arm and baseline is
+   scored on the others (the report says how many).
 
-    python bench/learn_real.py --data-dir /work/shared/data [--out runs/learn-real] [--limit 100]
+Per training seed (``--seeds``): SFT on each teacher's rows (the same rows and steps), then
+GRPO from the chains model with the binary execution-verified reward, on train-method prompts
+that model sometimes solves (``export --pass-rate``: groups with mixed outcomes).
+
+Evaluation, once per arm, after every setting is fixed: CRUXEval-O and -I in the trained format
+and in the official chat prompt, and the held-out test methods. The raw model's prompt is chosen
+on the validation sets (the official few-shot prompt, the official chat prompt, or the trained
+format), then it is asked once on the test sets. Baselines on the same items: the copy rule, the
+majority answer of the training cases, chance (not defined: the answers are open literals).
+
+Every step is one ``codereasoner`` command whose output marks it done, so a killed study goes
+on where it stopped, across sessions. Logs: ``OUT/logs/``; wall times: ``OUT/timings.json``;
+the claims table (``bench/learn_real_report.py``): ``OUT/learn.json`` and ``OUT/claims.md``.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
-import random
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from learn_real_report import (
+    CRUX_BENCHES,
+    RAW_FORMS,
+    TRAINED,
+    Layout,
+    best_raw_forms,
+    write_report,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = ROOT / "recipes"
-BENCHES = ("cruxeval-o", "cruxeval-i")
-CASES = "cases"  # CRUXEval-O's subset in the trained prompt, both directions
-ARMS = ("raw", "sft", "grpo")
-BOOTSTRAP_DRAWS = 2000
-SYNTH_CANDIDATES = 400
-MODEL = "smollm2-135m"
+PHASES = ("data", "train", "eval", "report")
+# teacher -> (spec, style): the same cases, three kinds of completion
+TEACHERS = {
+    "direct": ("oracle", "direct"),
+    "chains": ("trace", "reasoning"),
+    "corrupt": ("trace-corrupted", "reasoning"),
+}
+SPLIT_SEED = 0
 
 
 def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(f"learn_real: {message}", file=sys.stderr, flush=True)
 
 
-def codereasoner(*args: str, stdout: int | None = None) -> subprocess.CompletedProcess[str]:
-    log("codereasoner " + " ".join(args))
-    env = {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **os.environ}
-    return subprocess.run(
-        [sys.executable, "-m", "codereasoner", *args], stdout=stdout, text=True, env=env
-    )
+class Study:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.at = Layout(args.out.resolve(), [int(s) for s in args.seeds.split(",")])
+        self.data_dir: Path = args.data_dir.resolve()
+        (self.at.out / "logs").mkdir(parents=True, exist_ok=True)
+        self.timings_file = self.at.out / "timings.json"
+        self.timings: dict[str, float] = (
+            json.loads(self.timings_file.read_text()) if self.timings_file.exists() else {}
+        )
 
+    def step(self, name: str, done: Path, *command: str) -> None:
+        """Run one ``codereasoner`` command unless ``done`` exists; its output goes to
+        ``OUT/logs/<name>.log``, its wall time to ``timings.json``."""
+        if done.exists():
+            return
+        log(f"{name}: codereasoner {' '.join(command)}")
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(self.args.threads)}
+        started = time.monotonic()
+        with (self.at.out / "logs" / f"{name.replace('/', '_')}.log").open("a") as out:
+            result = subprocess.run(
+                [sys.executable, "-m", "codereasoner", *command],
+                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+            )  # fmt: skip
+        if result.returncode not in (0, 1):  # 1: finished with a failed check (a low score)
+            raise SystemExit(f"learn_real: {name} failed (exit {result.returncode}); see logs/")
+        self.timings[name] = round(time.monotonic() - started, 1)
+        self.timings_file.write_text(json.dumps(self.timings, indent=2) + "\n")
 
-def step(name: str, done: Path, *args: str) -> None:
-    """Run one command unless ``done`` exists; its wall time goes into the timing record."""
-    if done.exists():
-        return
-    started = time.monotonic()
-    result = codereasoner(*args)
-    if result.returncode not in (0, 1):  # 1: finished with a failed check (a low score)
-        raise SystemExit(f"learn_real: {name} failed (exit {result.returncode})")
-    timings[name] = round(time.monotonic() - started, 1)
+    # -- data ----------------------------------------------------------------------------------
 
-
-timings: dict[str, float] = {}
-
-
-def prepare(out: Path, data_dir: Path) -> tuple[Path, Path]:
-    synth, distill = out / "synth", out / "distill"
-    step(
-        "synth", synth / "summary.json", "synth", "--generator", "offline",
-        "--n", str(SYNTH_CANDIDATES), "--seed", "0", "--data-dir", str(data_dir),
-        "--out", str(synth),
-    )  # fmt: skip
-    step(
-        "distill", distill / "distilled.jsonl", "distill", "--teacher", "oracle",
-        "--cases", str(synth), "--out", str(distill), "--style", "direct",
-        "--directions", "forward,backward", "--k", "1",
-    )  # fmt: skip
-    sft, grpo = out / "sft.jsonl", out / "grpo.jsonl"
-    for kind, path in (("trl-sft", sft), ("trl-grpo", grpo)):
-        step(
-            f"export {kind}", path, "export", "--from", str(distill), "--format", kind,
-            "--out", str(path), "--directions", "forward,backward",
+    def data(self) -> None:
+        at = self.at
+        self.step(
+            "synth", at.synth / "summary.json", "synth", "--generator", "offline",
+            "--n", str(self.args.candidates), "--seed", "0", "--data-dir", str(self.data_dir),
+            "--out", str(at.synth),
         )  # fmt: skip
-    return sft, grpo
+        self.write_heldout()
+        for teacher, (spec, style) in TEACHERS.items():
+            folder = at.out / f"distill-{teacher}"
+            self.step(
+                f"distill-{teacher}", folder / "distilled.jsonl", "distill", "--teacher", spec,
+                "--style", style, "--cases", str(at.heldout("train")), "--out", str(folder),
+                "--directions", "forward,backward", "--k", "1",
+            )  # fmt: skip
+            self.step(
+                f"export-{teacher}", at.rows(teacher), "export", "--from", str(folder),
+                "-f", "trl-sft", "--methods", "train", "--method-seed", str(SPLIT_SEED),
+                "-o", str(at.rows(teacher)),
+            )  # fmt: skip
+        self.write_crux_cases()
 
+    def write_heldout(self) -> None:
+        from codereasoner.training.cases import read_cases
+        from codereasoner.training.method_split import MethodSplit, split_cases
 
-def train(out: Path, sft_rows: Path, grpo_rows: Path) -> None:
-    sft, grpo = out / "sft", out / "grpo"
-    step(
-        "train sft", sft / "config.json", "train", "sft",
-        "--config", str(RECIPES / "cpu-smollm2-sft.yaml"),
-        f"dataset={sft_rows}", f"output_dir={sft}",
-    )  # fmt: skip
-    step(
-        "train grpo", grpo / "config.json", "train", "grpo",
-        "--config", str(RECIPES / "cpu-smollm2-grpo.yaml"),
-        f"model_name_or_path={sft}", f"dataset={grpo_rows}", f"output_dir={grpo}",
-    )  # fmt: skip
+        lines = (self.at.synth / "cases.jsonl").read_text(encoding="utf-8").splitlines()
+        by_id = {json.loads(line)["id"]: line for line in lines}
+        cases = read_cases(self.at.synth / "cases.jsonl")
+        for share in ("train", "validation", "test"):
+            chosen = split_cases(cases, MethodSplit(SPLIT_SEED), share)
+            limit = None if share == "train" else self.args.heldout
+            write_once(
+                self.at.heldout(share) / "cases.jsonl",
+                "".join(by_id[case.id] + "\n" for case in chosen[:limit]),
+            )
 
+    def write_crux_cases(self) -> None:
+        """The CRUXEval test and validation programs (``eval``'s fixed order) as cases files;
+        a program whose call is no literal call (a lambda argument) is left out."""
+        from codereasoner import benchmarks
+        from codereasoner.evaluation.run_items import load_items, select_items
+        from codereasoner.execution import CallSyntaxError, parse_call
 
-def evaluate(out: Path, data_dir: Path, limit: int) -> None:
-    models = {"raw": MODEL, "sft": str(out / "sft"), "grpo": str(out / "grpo")}
-    for arm in ARMS:
-        folder = out / "eval" / arm
-        extraction = ["--extraction", "answer-tag"] if arm != "raw" else []
-        step(
-            f"eval {arm}", folder / "results.json", "eval", "--model", f"hf:{models[arm]}",
-            "--chat", "--bench", ",".join(BENCHES), "--limit", str(limit),
-            "--data-dir", str(data_dir), "--out", str(folder), "--json", *extraction,
-        )  # fmt: skip
-
-
-def crux_cases(out: Path, data_dir: Path) -> Path:
-    """CRUXEval-O's evaluated subset as a cases file: the same programs and calls, asked in the
-    prompt the models were trained on (items whose call is not literal, a lambda argument, are
-    left out: a case's call must be)."""
-    from codereasoner.execution import CallSyntaxError, parse_call
-
-    folder = out / "crux-cases"
-    if (folder / "cases.jsonl").exists():
-        return folder
-    ids = set(read_verdicts(out, ("raw",), BENCHES)["raw"]["cruxeval-o"])
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for item in cruxeval_items(data_dir).values():
-        try:
-            parse_call(f"f({item['input']})")
-        except CallSyntaxError:
-            continue
-        if item["id"] in ids:
-            case = {
-                "id": item["id"], "method": "cruxeval", "constraints": {}, "code": item["code"],
-                "entry_point": "f", "call": f"f({item['input']})", "input": item["input"],
-                "output": item["output"],
-            }  # fmt: skip
-            lines.append(json.dumps(case) + "\n")
-    (folder / "cases.jsonl").write_text("".join(lines), encoding="utf-8")
-    return folder
-
-
-def evaluate_cases(out: Path, cases: Path) -> None:
-    models = {"raw": MODEL, "sft": str(out / "sft"), "grpo": str(out / "grpo")}
-    for arm in ARMS:
-        folder = out / "eval-cases" / arm
-        step(
-            f"eval cases {arm}", folder / "results.json", "eval", "--model", f"hf:{models[arm]}",
-            "--chat", "--bench", CASES, "--data-dir", str(cases), "--out", str(folder), "--json",
-        )  # fmt: skip
-
-
-def cruxeval_items(data_dir: Path) -> dict[str, dict[str, str]]:
-    return {
-        record["id"]: record
-        for line in (data_dir / "cruxeval" / "cruxeval.jsonl").read_text().splitlines()
-        for record in [json.loads(line)]
-    }
-
-
-def copy_answer(bench: str, item: dict[str, str]) -> str:
-    """What copying from the prompt answers: the first argument as the output, or the output
-    as the argument."""
-    if bench == "cruxeval-i":
-        return f"f({item['output']})"
-    call = ast.parse(f"f({item['input']})", mode="eval").body
-    assert isinstance(call, ast.Call)
-    return ast.unparse(call.args[0]) if call.args else item["input"]
-
-
-def copy_rule(
-    out: Path,
-    data_dir: Path,
-    verdicts: dict[str, dict[str, dict[str, bool]]],
-    benches: tuple[str, ...] = BENCHES,
-) -> None:
-    items = cruxeval_items(data_dir)
-    for bench in benches:
-        ids = sorted(verdicts["raw"][bench])
-        generations = out / f"copy-{bench}.json"
-        answers = {item_id: [copy_answer(bench, items[item_id])] for item_id in ids}
-        generations.write_text(json.dumps(answers), encoding="utf-8")
-        results = out / f"copy-{bench}.results.jsonl"
-        done = codereasoner(
-            "score", "--bench", bench, "-g", str(generations), "--data-dir", str(data_dir),
-            "--subset", "--results", str(results), "--json", stdout=subprocess.DEVNULL,
-        )  # fmt: skip
-        if done.returncode not in (0, 1):
-            raise SystemExit(f"learn_real: scoring the copy rule failed (exit {done.returncode})")
-        verdicts.setdefault("copy", {})[bench] = {
-            row["id"]: bool(row["correct"])
-            for line in results.read_text().splitlines()
-            for row in [json.loads(line)]
-        }
-
-
-def copy_cases(out: Path, cases: Path, verdicts: dict[str, dict[str, dict[str, bool]]]) -> None:
-    """The copy rule on the cases subset, graded by ``codereasoner score --bench cases``."""
-    records = [json.loads(line) for line in (cases / "cases.jsonl").read_text().splitlines()]
-    lines = []
-    for record in records:
-        for direction, bench in (("forward", "cruxeval-o"), ("backward", "cruxeval-i")):
-            answer = copy_answer(bench, record)
-            row = {
-                "id": f"{record['id']}/{direction}",
-                "sample": 0,
-                "completion": f"<Answer>{answer}</Answer>",
-            }
-            lines.append(json.dumps(row) + "\n")
-    generations = out / "copy-cases.jsonl"
-    generations.write_text("".join(lines), encoding="utf-8")
-    results = out / "copy-cases.results.jsonl"
-    done = codereasoner(
-        "score", "--bench", CASES, "-g", str(generations), "--data-dir", str(cases),
-        "--subset", "--results", str(results), "--json", stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"learn_real: scoring the copy rule failed (exit {done.returncode})")
-    verdicts.setdefault("copy", {})[CASES] = {
-        row["id"]: bool(row["correct"])
-        for line in results.read_text().splitlines()
-        for row in [json.loads(line)]
-    }
-
-
-def read_verdicts(
-    out: Path,
-    arms: tuple[str, ...] = ARMS,
-    benches: tuple[str, ...] = BENCHES,
-    folder: str = "eval",
-) -> dict[str, dict[str, dict[str, bool]]]:
-    """arm -> benchmark -> item id -> correct (greedy: one sample per item)."""
-    import sqlite3
-
-    verdicts: dict[str, dict[str, dict[str, bool]]] = {}
-    for arm in arms:
-        store = out / folder / arm / "run.sqlite"
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
-            for bench in benches:
-                rows = db.execute(
-                    "SELECT item_id, correct FROM scores WHERE benchmark = ? AND sample = 0",
-                    (bench,),
-                ).fetchall()
-                verdicts.setdefault(arm, {})[bench] = {item: bool(ok) for item, ok in rows}
-    return verdicts
-
-
-def paired_interval(a: list[bool], b: list[bool], seed: int = 0) -> tuple[float, float, float]:
-    """The mean of a - b over items, with a 95 % bootstrap interval (items resampled)."""
-    rng = random.Random(seed)
-    differences = [int(x) - int(y) for x, y in zip(a, b, strict=True)]
-    count = len(differences)
-    draws = sorted(
-        sum(differences[rng.randrange(count)] for _ in range(count)) / count
-        for _ in range(BOOTSTRAP_DRAWS)
-    )
-    low, high = draws[int(0.025 * BOOTSTRAP_DRAWS)], draws[int(0.975 * BOOTSTRAP_DRAWS) - 1]
-    return sum(differences) / count, low, high
-
-
-def interval(a: list[bool]) -> tuple[float, float, float]:
-    return paired_interval(a, [False] * len(a))
-
-
-def table(
-    verdicts: dict[str, dict[str, dict[str, bool]]], benches: tuple[str, ...] = (*BENCHES, CASES)
-) -> tuple[str, dict[str, object]]:
-    lines = ["| benchmark | arm | pass@1 (95% CI) | vs raw (95% CI) | vs copy rule (95% CI) |"]
-    lines.append("|---|---|---|---|---|")
-    figures: dict[str, object] = {}
-    for bench in benches:
-        ids = sorted(verdicts["raw"][bench])
-        column = {arm: [verdicts[arm][bench].get(i, False) for i in ids] for arm in verdicts}
-        for arm in ("copy", *ARMS):
-            mean, low, high = interval(column[arm])
-            cells = [f"{100 * mean:.1f} ({100 * low:.1f}, {100 * high:.1f})"]
-            for other in ("raw", "copy"):
-                if other == arm:
-                    cells.append("-")
+        bench = benchmarks.get("cruxeval-o")
+        items = load_items(bench, self.data_dir)
+        for share, (skip, limit) in self.crux_windows().items():
+            lines = []
+            for item in select_items(bench, items, limit, skip):
+                try:
+                    parse_call(item.call)
+                except CallSyntaxError:
                     continue
-                d, dl, dh = paired_interval(column[arm], column[other])
-                cells.append(f"{100 * d:+.1f} ({100 * dl:+.1f}, {100 * dh:+.1f})")
-            lines.append(f"| {bench} | {arm} | {' | '.join(cells)} |")
-            figures[f"{bench}/{arm}"] = {"pass@1": mean, "ci95": [low, high], "items": len(ids)}
-    return "\n".join(lines), figures
+                case = {
+                    "id": item.id, "method": "cruxeval", "constraints": {}, "code": item.program,
+                    "entry_point": item.entry, "call": item.call,
+                    "input": item.call[len(item.entry) + 1 : -1], "output": item.truth,
+                }  # fmt: skip
+                lines.append(json.dumps(case) + "\n")
+            write_once(self.at.crux_cases(share) / "cases.jsonl", "".join(lines))
+
+    def crux_windows(self) -> dict[str, tuple[int, int]]:
+        """share -> (skip, limit) of ``eval``'s fixed order."""
+        test, validation = self.args.crux, self.args.crux_validation
+        return {"test": (0, test), "validation": (test, validation)}
+
+    # -- training ------------------------------------------------------------------------------
+
+    def train(self) -> None:
+        at = self.at
+        for seed in at.seeds:
+            for teacher in TEACHERS:
+                arm = f"sft-{teacher}"
+                self.step(
+                    f"seed-{seed}/{arm}", at.model(seed, arm) / "config.json", "train", "sft",
+                    "--config", str(RECIPES / "cpu-smollm2-sft.yaml"),
+                    f"model_name_or_path={self.args.model}", f"dataset={at.rows(teacher)}",
+                    f"output_dir={at.model(seed, arm)}", f"seed={seed}",
+                    f"max_steps={self.args.sft_steps}", "max_length=1024", "save_steps=1000",
+                )  # fmt: skip
+            self.grpo(seed)
+
+    def grpo(self, seed: int) -> None:
+        at = self.at
+        start = at.model(seed, "sft-chains")
+        rates = at.out / f"seed-{seed}" / "pass-rate"
+        self.step(
+            f"seed-{seed}/pass-rate", rates / "distilled.jsonl", "distill",
+            "--teacher", f"hf:{start}", "--chat", "--style", "reasoning",
+            "--cases", str(at.heldout("train")), "--out", str(rates),
+            "--directions", "forward,backward", "--k", "4", "--temperature", "1.0",
+            "--max-tokens", str(self.args.max_tokens), "--limit", str(self.args.grpo_prompts),
+        )  # fmt: skip
+        prompts = at.out / f"seed-{seed}" / "grpo.jsonl"
+        rows = ("export", "--from", str(at.out / "distill-chains"), "-f", "trl-grpo",
+                "--methods", "train", "-o", str(prompts))  # fmt: skip
+        try:
+            self.step(f"seed-{seed}/grpo-rows", prompts, *rows, "--pass-rate", str(rates))
+        except SystemExit:
+            # no sampled prompt had mixed outcomes: every GRPO group would have advantage 0;
+            # the study says so and trains on the unfiltered prompts
+            log(f"seed {seed}: the pass-rate filter kept no prompt; GRPO takes them unfiltered")
+            (at.out / f"seed-{seed}" / "grpo-unfiltered").touch()
+            self.step(f"seed-{seed}/grpo-rows-unfiltered", prompts, *rows)
+        self.step(
+            f"seed-{seed}/chains-grpo", at.model(seed, "chains-grpo") / "config.json",
+            "train", "grpo", "--config", str(RECIPES / "cpu-smollm2-grpo.yaml"),
+            f"model_name_or_path={start}", f"dataset={prompts}",
+            f"output_dir={at.model(seed, 'chains-grpo')}", f"seed={seed}",
+            f"max_completion_length={self.args.max_tokens}",
+            f"max_steps={self.args.grpo_steps}", "save_steps=1000",
+        )  # fmt: skip
+
+    # -- evaluation ----------------------------------------------------------------------------
+
+    def evaluate(self, name: str, model: str, bench: str, data: Path, *flags: str) -> None:
+        folder = self.at.run(name)
+        self.step(
+            f"eval/{name}", folder / "results.json", "eval", "--model", model, "--bench", bench,
+            "--data-dir", str(data), "--out", str(folder), "--json", *flags,
+        )  # fmt: skip
+
+    def trained_format(self, name: str, model: str, style: str, data: Path) -> None:
+        tokens = self.args.max_tokens if style == "reasoning" else 64
+        flags = ("--chat", "--style", style, "--max-tokens", str(tokens))
+        self.evaluate(name, model, "cases", data, *flags)
+
+    def official(self, name: str, model: str, share: str, chat: bool) -> None:
+        skip, limit = self.crux_windows()[share]
+        flags = ["--chat" if chat else "--raw", "--limit", str(limit), "--skip", str(skip)]
+        self.evaluate(name, model, ",".join(CRUX_BENCHES), self.data_dir, *flags)
+
+    def evaluations(self) -> None:
+        at = self.at
+        raw = f"hf:{self.args.model}"
+        # the raw model: every prompt form on the validation sets first
+        for form, (kind, style) in RAW_FORMS.items():
+            if kind == "cases":
+                self.trained_format(f"raw/{form}/heldout-validation", raw, style,
+                                    at.heldout("validation"))  # fmt: skip
+                self.trained_format(f"raw/{form}/crux-cases-validation", raw, style,
+                                    at.crux_cases("validation"))  # fmt: skip
+            else:
+                self.official(f"raw/{form}/crux-validation", raw, "validation", kind == "chat")
+        best = best_raw_forms(at)  # chosen on validation only, then fixed
+        (at.out / "raw-choice.json").write_text(json.dumps(best, indent=2) + "\n")
+        for form in sorted(set(best.values())):
+            kind, style = RAW_FORMS[form]
+            if kind == "cases":
+                self.trained_format(f"raw/{form}/heldout-test", raw, style, at.heldout("test"))
+                self.trained_format(f"raw/{form}/crux-cases-test", raw, style,
+                                    at.crux_cases("test"))  # fmt: skip
+            else:
+                self.official(f"raw/{form}/crux-test", raw, "test", kind == "chat")
+        for seed in at.seeds:
+            for arm in TRAINED:
+                model = f"hf:{at.model(seed, arm)}"
+                style = "direct" if arm == "sft-direct" else "reasoning"
+                self.trained_format(f"seed-{seed}/{arm}/heldout-test", model, style,
+                                    at.heldout("test"))  # fmt: skip
+                self.trained_format(f"seed-{seed}/{arm}/crux-cases-test", model, style,
+                                    at.crux_cases("test"))  # fmt: skip
+                self.official(f"seed-{seed}/{arm}/crux-test", model, "test", chat=True)
 
 
-def main() -> None:
+def write_once(path: Path, text: str) -> None:
+    """Write ``path`` unless it exists (a resumed study keeps what it wrote), atomically."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.rename(path)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("/work/shared/data"))
-    parser.add_argument("--out", type=Path, default=Path("runs/learn-real"))
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=Path("runs/study"))
+    parser.add_argument("--seeds", default="0,1", help="training seeds (at least 2 for claims)")
+    parser.add_argument("--phase", choices=PHASES, action="append",
+                        help="run this phase only (repeatable; default: all, in order)")  # fmt: skip
     parser.add_argument(
-        "--limit", type=int, default=100, help="CRUXEval items (eval --limit: a fixed subset)"
+        "--model", default="smollm2-135m", help="the model to train (hf: spec rest)"
     )
-    args = parser.parse_args()
-    out: Path = args.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    timing_file = out / "timing.json"
-    if timing_file.exists():
-        timings.update(json.loads(timing_file.read_text()))
-    try:
-        sft_rows, grpo_rows = prepare(out, args.data_dir)
-        train(out, sft_rows, grpo_rows)
-        evaluate(out, args.data_dir, args.limit)
-        cases = crux_cases(out, args.data_dir)
-        evaluate_cases(out, cases)
-    finally:
-        timing_file.write_text(json.dumps(timings, indent=2) + "\n")
-    verdicts = read_verdicts(out)
-    for arm, found in read_verdicts(out, benches=(CASES,), folder="eval-cases").items():
-        verdicts[arm].update(found)
-    copy_rule(out, args.data_dir, verdicts)
-    copy_cases(out, cases, verdicts)
-    text, figures = table(verdicts)
-    (out / "learn_real.json").write_text(
-        json.dumps({"figures": figures, "seconds": timings, "limit": args.limit}, indent=2) + "\n"
-    )
-    print(text)
-    print(f"wall time of the steps: {sum(timings.values()) / 60:.0f} min")
+    parser.add_argument("--candidates", type=int, default=600, help="synth --n")
+    parser.add_argument("--heldout", type=int, default=120, help="held-out cases per share")
+    parser.add_argument("--crux", type=int, default=200, help="CRUXEval test programs")
+    parser.add_argument("--crux-validation", type=int, default=100)
+    parser.add_argument("--sft-steps", type=int, default=60)
+    parser.add_argument("--grpo-steps", type=int, default=12)
+    parser.add_argument("--grpo-prompts", type=int, default=48)
+    parser.add_argument("--max-tokens", type=int, default=384, help="chains, in eval and GRPO")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads per command")
+    args = parser.parse_args(argv)
+    study = Study(args)
+    phases = args.phase or list(PHASES)
+    if "data" in phases:
+        study.data()
+    if "train" in phases:
+        study.train()
+    if "eval" in phases:
+        study.evaluations()
+    if "report" in phases:
+        print(write_report(study.at, args))
 
 
 if __name__ == "__main__":
