@@ -179,11 +179,11 @@ class Study:
             for teacher in TEACHERS:
                 arm = f"sft-{teacher}"
                 self.step(
-                    f"seed-{seed}/{arm}", at.model(seed, arm) / "config.json", "train", "sft",
+                    f"seed-{seed}/{arm}", at.model(seed, arm) / "train_done.json", "train", "sft",
                     "--config", str(RECIPES / "cpu-smollm2-sft.yaml"),
                     f"model_name_or_path={self.args.model}", f"dataset={at.rows(teacher)}",
                     f"output_dir={at.model(seed, arm)}", f"seed={seed}",
-                    f"max_steps={self.args.sft_steps}", "max_length=1024", "save_steps=1000",
+                    f"max_steps={self.args.sft_steps}", "max_length=1024", "save_steps=8",
                 )  # fmt: skip
             self.grpo(seed)
 
@@ -210,12 +210,12 @@ class Study:
             (at.out / f"seed-{seed}" / "grpo-unfiltered").touch()
             self.step(f"seed-{seed}/grpo-rows-unfiltered", prompts, *rows)
         self.step(
-            f"seed-{seed}/chains-grpo", at.model(seed, "chains-grpo") / "config.json",
+            f"seed-{seed}/chains-grpo", at.model(seed, "chains-grpo") / "train_done.json",
             "train", "grpo", "--config", str(RECIPES / "cpu-smollm2-grpo.yaml"),
             f"model_name_or_path={start}", f"dataset={prompts}",
             f"output_dir={at.model(seed, 'chains-grpo')}", f"seed={seed}",
             f"max_completion_length={self.args.max_tokens}",
-            f"max_steps={self.args.grpo_steps}", "save_steps=1000",
+            f"max_steps={self.args.grpo_steps}", "save_steps=4",
         )  # fmt: skip
 
     # -- evaluation ----------------------------------------------------------------------------
@@ -235,6 +235,7 @@ class Study:
     def official(self, name: str, model: str, share: str, chat: bool) -> None:
         skip, limit = self.crux_windows()[share]
         flags = ["--chat" if chat else "--raw", "--limit", str(limit), "--skip", str(skip)]
+        flags += ["--max-tokens", str(self.args.official_tokens)]
         self.evaluate(name, model, ",".join(CRUX_BENCHES), self.data_dir, *flags)
 
     def evaluations(self) -> None:
@@ -291,13 +292,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--model", default="smollm2-135m", help="the model to train (hf: spec rest)"
     )
     parser.add_argument("--candidates", type=int, default=600, help="synth --n")
-    parser.add_argument("--heldout", type=int, default=120, help="held-out cases per share")
+    parser.add_argument("--heldout", type=int, default=60, help="held-out cases per share")
     parser.add_argument("--crux", type=int, default=200, help="CRUXEval test programs")
-    parser.add_argument("--crux-validation", type=int, default=100)
-    parser.add_argument("--sft-steps", type=int, default=60)
-    parser.add_argument("--grpo-steps", type=int, default=12)
-    parser.add_argument("--grpo-prompts", type=int, default=48)
-    parser.add_argument("--max-tokens", type=int, default=384, help="chains, in eval and GRPO")
+    parser.add_argument("--crux-validation", type=int, default=50)
+    parser.add_argument("--sft-steps", type=int, default=24, help="of 8 rows each")
+    parser.add_argument("--grpo-steps", type=int, default=8)
+    parser.add_argument("--grpo-prompts", type=int, default=32, help="sampled for pass rates")
+    parser.add_argument("--max-tokens", type=int, default=320, help="chains, in eval and GRPO")
+    parser.add_argument("--official-tokens", type=int, default=96, help="official prompts")
     parser.add_argument("--threads", type=int, default=2, help="torch threads per command")
     args = parser.parse_args(argv)
     study = Study(args)
