@@ -27,6 +27,7 @@ CPU_SETTINGS: dict[str, Any] = {
     "save_strategy": "no",
     "dataloader_num_workers": 0,
     "disable_tqdm": True,
+    "full_determinism": True,  # deterministic kernels, seeded everywhere
 }
 
 Weights = dict[str, torch.Tensor]
