@@ -141,16 +141,30 @@ def stage_files() -> str:
 
 
 EMPTY_FILE = "empty"
-# What /proc would tell a program about the host and need not: the kernel's command line, the
-# boot's id, the load, the memory and the uptime; each shows as an empty file (a device node
-# cannot be bound there: /dev is mounted nodev).
-MASKED_PROC = (
-    "/proc/cmdline",
-    "/proc/sys/kernel/random/boot_id",
-    "/proc/loadavg",
-    "/proc/meminfo",
-    "/proc/uptime",
-)
+# /proc's own entries a program may read: its process's (self, thread-self and their links),
+# the views of its own namespaces (net, sysvipc), the CPU's features (what numeric libraries
+# read to choose kernels) and the kernel settings under sys (less the boot id, below). Every
+# other top-level entry tells about the host (its
+# command line, boot, load, memory, uptime, pressure, interrupts, disks, devices, kernel
+# configuration, ...) and is masked: a file shows as an empty file (a device node cannot be
+# bound there: /dev is mounted nodev), a folder as an empty one.
+PROC_KEPT = frozenset({"self", "thread-self", "mounts", "net", "sysvipc", "cpuinfo", "sys"})
+MASKED_PROC_FILES = ("/proc/sys/kernel/random/boot_id",)
+
+
+def masked_proc() -> tuple[list[str], list[str]]:
+    """The host's /proc files and folders that the sandbox shows empty (see PROC_KEPT)."""
+    files, folders = list(MASKED_PROC_FILES), []
+    try:
+        names = sorted(os.listdir("/proc"))
+    except OSError:
+        names = []
+    for name in names:
+        path = f"/proc/{name}"
+        if name.isdigit() or name in PROC_KEPT or os.path.islink(path):
+            continue
+        (folders if os.path.isdir(path) else files).append(path)
+    return files, folders
 
 
 def _write_file(path: str, text: str) -> None:
@@ -366,14 +380,17 @@ def bubblewrap_command(
     for name in _sandbox_etc():
         command += ["--ro-bind", os.path.join(stage_dir, "etc", name), f"/etc/{name}"]
     command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for path in MASKED_PROC:
+    files, folders = masked_proc()
+    for path in files:
         command += ["--ro-bind", os.path.join(stage_dir, EMPTY_FILE), path]
+    for path in folders:
+        command += ["--tmpfs", path]
     command += ["--ro-bind", stage_dir, SANDBOX_DIR]
     ordered = sorted(set(hidden) - {"/tmp"}, key=lambda p: p.count("/"))
     for path in ordered:
         command += ["--tmpfs", path]
     # Writes are denied by seccomp too; read-only mounts also stop O_CREAT|O_RDONLY (empty files).
-    for path in ("/dev", "/tmp", *ordered, "/"):
+    for path in ("/dev", "/tmp", *ordered, *folders, "/"):
         command += ["--remount-ro", path]
     command += ["--unshare-all", "--as-pid-1", "--die-with-parent", "--new-session"]
     command += ["--cap-drop", "ALL", "--hostname", "sandbox", "--clearenv", "--chdir", "/tmp"]

@@ -93,6 +93,9 @@ DENIED_SYSCALLS: tuple[str, ...] = (
     "io_uring_enter", "io_uring_register", "userfaultfd", "acct", "quotactl", "syslog",
     "sethostname", "setdomainname", "settimeofday", "clock_settime", "adjtimex",
     "clock_adjtime", "iopl", "ioperm", "personality", "fanotify_init",
+    # inotify instances and watches are counted per uid, across every job and the host's own
+    # processes of that uid: one job could use them all up
+    "inotify_init", "inotify_init1", "inotify_add_watch",
 )  # fmt: skip
 
 _WRITE_FLAGS = (os.O_WRONLY, os.O_RDWR, os.O_TRUNC)
