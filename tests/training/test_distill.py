@@ -554,7 +554,7 @@ def test_a_file_of_cases_may_have_any_name(synth_dir: Path, tmp_path: Path) -> N
     assert missing.exit_code != 0 and "absent.jsonl" in missing.output
     teacher = subprocess.Popen(
         [sys.executable, "-m", "codereasoner.training.replay_teacher", "--cases", str(held_out),
-         "--port", "0"],
+         "--port", "0", "--no-key"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -158,14 +158,18 @@ def test_distill_keeps_the_right_chains_and_rejects_the_wrong_share(
 
 
 def serve(*args: str) -> subprocess.Popen[str]:
+    """The command in an environment without the key variable it reads by default."""
     cmd = [sys.executable, "-m", "codereasoner.training.replay_teacher", *args]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"}
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def test_the_command_serves_until_sigterm_and_refuses_bad_input(
     synth_dir: Path, tmp_path: Path
 ) -> None:
-    process = serve("--cases", str(synth_dir / "cases.jsonl"), "--port", "0", "--wrong", "0")
+    process = serve(
+        "--cases", str(synth_dir / "cases.jsonl"), "--port", "0", "--wrong", "0", "--no-key"
+    )
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
@@ -183,9 +187,11 @@ def test_the_command_serves_until_sigterm_and_refuses_bad_input(
         process.communicate()
     (tmp_path / "cases.jsonl").write_text('{"id": "x"}\n', encoding="utf-8")
     for args, words in (
-        (("--cases", str(tmp_path / "none")), ("none/cases.jsonl", "cannot read")),
-        (("--cases", str(tmp_path)), ("cases.jsonl:1", "missing field")),
-        (("--cases", str(synth_dir), "--wrong", "2"), ("--wrong 2",)),
+        (("--cases", str(tmp_path / "none"), "--no-key"), ("none/cases.jsonl", "cannot read")),
+        (("--cases", str(tmp_path), "--no-key"), ("cases.jsonl:1", "missing field")),
+        (("--cases", str(synth_dir), "--wrong", "2", "--no-key"), ("--wrong 2",)),
+        # no key, and none asked for by name: refused, the ground truth is never served openly
+        (("--cases", str(synth_dir)), ("OPENAI_API_KEY", "requires a key", "--no-key")),
         (
             ("--cases", str(synth_dir), "--api-key-env", "CODEREASONER_NO_SUCH_VARIABLE"),
             ("--api-key-env CODEREASONER_NO_SUCH_VARIABLE", "unset"),

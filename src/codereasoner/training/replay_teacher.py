@@ -44,6 +44,7 @@ from codereasoner.training.cases import draw_probes, trace_cases
 
 __all__ = ["ReplayTeacher", "main", "other_literal", "probes_of"]
 
+KEY_ENV = "OPENAI_API_KEY"  # what the openai: backend sends by default
 _SENTINEL = "\x00hint\x00"  # stands for the hint while finding where a prompt shows it
 
 
@@ -199,15 +200,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument(
         "--api-key-env",
-        default=None,
-        help="require the key held in this environment variable on every route (the server "
-        "answers from the ground truth; it listens on 127.0.0.1 only, and a key keeps other "
-        "local users out)",
+        default=KEY_ENV,
+        help="require the key held in this environment variable on every route, as "
+        f"'Bearer KEY' (default {KEY_ENV}, which the openai: backend sends): the server answers "
+        "from the ground truth, and 127.0.0.1 is open to every local user",
+    )
+    parser.add_argument(
+        "--no-key",
+        action="store_true",
+        help="serve without a key (only on a machine no one else uses)",
     )
     args = parser.parse_args(argv)
-    api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
-    if args.api_key_env and not api_key:
-        _fail(f"--api-key-env {args.api_key_env}: the variable is unset or empty")
+    api_key = None if args.no_key else os.environ.get(args.api_key_env)
+    if not args.no_key and not api_key:
+        _fail(
+            f"--api-key-env {args.api_key_env}: the variable is unset or empty; the teacher "
+            f"requires a key (e.g. export {args.api_key_env}=$(python -c 'import secrets; "
+            "print(secrets.token_hex(16))')), or --no-key on a machine no one else uses"
+        )
     path = cases_file(args.cases)
     try:
         cases = read_cases(path)
