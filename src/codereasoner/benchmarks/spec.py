@@ -14,10 +14,13 @@ from pathlib import Path
 from types import MappingProxyType
 
 from codereasoner import tasks
-from codereasoner.benchmarks.cache import FileStatus, Source, locate, status
+from codereasoner.benchmarks.cache import DataUnavailable, FileStatus, Source, locate, status
 from codereasoner.execution import Limits
 from codereasoner.settings import SettingError
 from codereasoner.tasks import OFFICIAL_LIMITS, Extraction, Item
+
+MAX_ID_CHARS = 1_000  # an item id (run stores, reports and file names carry it)
+MAX_FIELD_CHARS = 2_000_000  # an item's program, call or truth
 
 __all__ = ["DIRECT_MAX_TOKENS", "REASONING_MAX_TOKENS", "Benchmark", "Clock", "Metrics", "Stops"]
 
@@ -143,7 +146,40 @@ class Benchmark:
         paths = locate(
             self.dataset, self.sources, folder, download=download, cache=cache, benchmark=self.name
         )
-        return self.parse(paths)
+        return self.checked(self.parse(paths))
+
+    def checked(self, items: object) -> list[Item]:
+        """``items`` as parsed, when they are items a run can take; DataUnavailable naming the
+        first that is not (the same checks for a built-in benchmark and a plugin's)."""
+        if not isinstance(items, list | tuple):
+            raise DataUnavailable(
+                f"{self.name}: its parser returned {type(items).__name__}, not a list of items"
+            )
+        seen: set[str] = set()
+        for index, item in enumerate(items):
+            where = f"{self.name}: item {index + 1}"
+            if not isinstance(item, Item):
+                raise DataUnavailable(f"{where}: expected an Item, got {type(item).__name__}")
+            if not isinstance(item.id, str) or not item.id or len(item.id) > MAX_ID_CHARS:
+                raise DataUnavailable(
+                    f"{where}: field 'id' expected a text of 1 to {MAX_ID_CHARS} characters"
+                )
+            if item.id in seen:
+                raise DataUnavailable(f"{where}: duplicate id {item.id[:80]!r}")
+            seen.add(item.id)
+            if item.task not in self.tasks:
+                raise DataUnavailable(
+                    f"{where} ({item.id[:80]!r}): task {str(item.task)[:40]!r} is not one of its "
+                    f"task kinds ({', '.join(self.tasks)})"
+                )
+            for name in ("program", "call", "truth"):
+                text = getattr(item, name)
+                if not isinstance(text, str) or len(text) > MAX_FIELD_CHARS:
+                    raise DataUnavailable(
+                        f"{where} ({item.id[:80]!r}): field {name!r} expected a text of at most "
+                        f"{MAX_FIELD_CHARS:,} characters"
+                    )
+        return list(items)
 
     def cache_status(self, cache: Path | None = None) -> list[FileStatus]:
         return status(self.dataset, self.sources, cache)

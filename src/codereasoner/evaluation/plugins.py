@@ -75,8 +75,13 @@ def _load(entry: EntryPoint, group: str, register: Callable[[Any], None]) -> Non
     where += f", package {entry.dist.name})" if entry.dist is not None else ")"
     try:
         found = entry.load()
-    except Exception as exc:  # a plugin's own import error, whatever it is
-        raise PluginError(f"{where}: cannot be loaded ({type(exc).__name__}: {exc})") from None
+    except (Exception, SystemExit) as exc:  # a plugin's own import error, or its exit, whatever
+        reason = (
+            f"exits at import (code {exc.code!r})"
+            if isinstance(exc, SystemExit)
+            else (f"cannot be loaded ({type(exc).__name__}: {exc})")
+        )
+        raise PluginError(f"{where}: {reason}") from None
     try:
         register(found)
     except (ValueError, TypeError, AttributeError) as exc:

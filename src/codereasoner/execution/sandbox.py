@@ -154,7 +154,8 @@ MASKED_PROC_FILES = ("/proc/sys/kernel/random/boot_id",)
 
 def masked_proc() -> tuple[list[str], list[str]]:
     """The host's /proc files and folders that the sandbox shows empty (see PROC_KEPT)."""
-    files, folders = list(MASKED_PROC_FILES), []
+    files: list[str] = list(MASKED_PROC_FILES)
+    folders: list[str] = []
     try:
         names = sorted(os.listdir("/proc"))
     except OSError:

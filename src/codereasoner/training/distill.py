@@ -46,6 +46,7 @@ from codereasoner.synth.writer import FolderBusy, exclusive
 from codereasoner.tasks import Item, Reason, Score
 from codereasoner.training.cases import (
     BENCHMARK,
+    DIRECTIONS,
     PROBE,
     case_items,
     check_directions,
@@ -230,6 +231,7 @@ class Distiller:
         items = case_items(self.cases, settings.directions, hints, asked)
         return replace(
             CASES,
+            tasks=tuple(DIRECTIONS[direction] for direction in settings.directions),
             parse=lambda paths: items,
             upstream=str(self.folder),
             counts={"items": len(items)},

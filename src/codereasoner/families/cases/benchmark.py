@@ -166,7 +166,7 @@ class _CasesBenchmark(Benchmark):
         if data_dir is not None and is_cases_file(Path(data_dir)):
             if not Path(data_dir).is_file():
                 raise DataUnavailable(f"{data_dir}: not found (expected a file of cases)")
-            return self.parse({CASES_FILE: Path(data_dir)})
+            return self.checked(self.parse({CASES_FILE: Path(data_dir)}))
         return super().load(data_dir, download=download, cache=cache)
 
 
