@@ -29,7 +29,7 @@ from codereasoner.cli import (
     trace,
     train,
 )
-from codereasoner.cli.common import error_console, plain_help, safe_markup
+from codereasoner.cli.common import error_console, plain_help, safe_markup, show_package_logs
 from codereasoner.cli.version import package_version
 from codereasoner.evaluation.plugins import PluginError, load_plugins
 
@@ -67,6 +67,7 @@ def _print_version(requested: bool) -> None:
 
 @app.callback()
 def _options(
+    context: typer.Context,
     _version: Annotated[
         bool,
         typer.Option(
@@ -78,6 +79,8 @@ def _options(
     ] = False,
 ) -> None:
     """Options before the command (``--version``)."""
+    # every command prints the package's log records escaped (a server's error text among them)
+    context.call_on_close(show_package_logs())
 
 
 def run_main(args: Sequence[str] | None = None) -> None:

@@ -12,6 +12,7 @@ shown as plain :class:`rich.text.Text` (``safe_cell``), never parsed as markup, 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import signal
@@ -401,3 +402,34 @@ def result_table(result: ExecResult, title: str) -> Table:
         f"max RSS {result.max_rss_kb / 1024:.1f} MiB",
     )
     return table
+
+
+class WarningLines(logging.Handler):
+    """The package's log records (a backend's note, a server failing for a while) as lines on
+    stderr, escaped: their text may be a server's or a model's."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        label = "[yellow]warning:[/]" if record.levelno >= logging.WARNING else "note:"
+        text = safe_markup(record.getMessage())
+        error_console.print(f"{label} {text}", highlight=False, soft_wrap=True)
+
+
+PACKAGE_LOGGER = "codereasoner"
+
+
+def show_package_logs() -> Callable[[], None]:
+    """Print the package's log records of level INFO and up as :class:`WarningLines` (once,
+    however often it is called); returns what undoes it. Every command does it, so that no
+    record reaches Python's last-resort handler, which prints text unescaped."""
+    logger = logging.getLogger(PACKAGE_LOGGER)
+    if any(isinstance(handler, WarningLines) for handler in logger.handlers):
+        return lambda: None
+    handler, level = WarningLines(logging.INFO), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+    def undo() -> None:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+    return undo

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,29 +99,6 @@ def sigterm_interrupts(runner: Runner) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-class _WarningLines(logging.Handler):
-    """Backend notes and warnings (e.g. a server failing for a while) as lines on stderr."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        label = "[yellow]warning:[/]" if record.levelno >= logging.WARNING else "note:"
-        text = safe_markup(record.getMessage())
-        error_console.print(f"{label} {text}", highlight=False, soft_wrap=True)
-
-
-@contextlib.contextmanager
-def backend_warnings() -> Iterator[None]:
-    """While inside, the backends' log records of level INFO and up print on stderr."""
-    logger = logging.getLogger("codereasoner.models")
-    handler, level = _WarningLines(logging.INFO), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
 
 
 def _benchmarks(text: str | None, data_dir: Path | None) -> tuple[tuple[str, ...], list[str]]:
@@ -336,8 +312,7 @@ def _run(
     runner, bars = _prepare(backend, settings, out)
     with runner:
         try:
-            with backend_warnings():  # a packaged model's one-time conversion says so
-                backend.preflight()
+            backend.preflight()  # a packaged model's one-time conversion says so (a note)
         except BackendError as exc:
             fail(f"--model {model}: {_without_spec(str(exc), model, backend.model_id)}")
         try:
@@ -350,7 +325,7 @@ def _run(
         marked = f"run marked failed in {runner.run_dir}"
         resume = f"{marked}; re-run the same command to resume"
         try:
-            with sigterm_interrupts(runner), backend_warnings(), bars.progress:
+            with sigterm_interrupts(runner), bars.progress:
                 return runner.run()
         except BackendUnavailable as exc:  # the server went away: a re-run can get past it
             fail(f"{exc} ({resume})")
