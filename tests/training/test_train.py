@@ -364,7 +364,7 @@ def test_an_explicit_resume_point_must_be_a_checkpoint(
 ) -> None:
     base = [f"model_name_or_path={tiny_model}", f"dataset={exported.sft}", *CPU]
     for value, message in {
-        str(tmp_path / "nowhere"): "not a complete checkpoint (no trainer_state.json)",
+        str(tmp_path / "nowhere"): "not a complete checkpoint (no trainer_state.json",
         "true": "no complete checkpoint in",
     }.items():
         out = tmp_path / f"out-{len(value)}"
@@ -482,3 +482,28 @@ def test_recipe_file_mistakes_are_said_before_trl_is_imported(
     assert done.returncode == 0, done.stderr
     message, loaded = done.stdout.splitlines()
     assert said in message and loaded == "[]"
+
+
+def test_a_torn_checkpoint_is_skipped_and_the_run_resumes_from_an_older_one(
+    tiny_model: Path, exported: Exported, tmp_path: Path
+) -> None:
+    """A kill while a checkpoint's trainer state was written (torn), or before it was (missing),
+    must not stop every later resume: the newest checkpoint whose state parses is used, and the
+    run says which it skipped and why."""
+    out = tmp_path / "sft"
+    args = [
+        f"model_name_or_path={tiny_model}", f"dataset={exported.sft}", f"output_dir={out}",
+        "max_steps=4", "save_steps=1", "save_total_limit=4",
+    ]  # fmt: skip
+    assert invoke("train", "sft", "--config", str(TINY_SFT), *args).returncode == 0
+    (out / DONE_FILE).unlink()  # as if killed after its last checkpoint
+    state = out / "checkpoint-4" / "trainer_state.json"
+    state.write_text(state.read_text()[:40], encoding="utf-8")  # torn
+    (out / "checkpoint-3" / "trainer_state.json").unlink()  # never written
+    again = invoke("train", "sft", "--config", str(TINY_SFT), *args)
+    assert again.returncode == 0, again.stderr
+    said = again.stdout
+    assert "skipped checkpoint-4: trainer_state.json does not parse (JSONDecodeError)" in said
+    assert "skipped checkpoint-3: no trainer_state.json (not written whole)" in said
+    assert f"resuming from {out / 'checkpoint-2'}" in said
+    assert json.loads((out / DONE_FILE).read_text())["steps"] == 4

@@ -9,7 +9,8 @@ output folder, resumably:
 - ``train.json`` records what the folder is training (stage, model, data digest); a later run
   over other data or another model is refused instead of mixing checkpoints;
 - a run killed at any point (SIGKILL included) resumes from its last complete checkpoint when
-  the same command runs again (checkpoints: TRL's ``save_strategy``/``save_steps``);
+  the same command runs again (checkpoints: TRL's ``save_strategy``/``save_steps``), skipping
+  newer ones whose trainer state is missing or torn, and saying so;
 - at the end the model is saved in the output folder itself (merged, when trained with LoRA;
   the adapter in ``adapter/``), ready for ``codereasoner eval --model hf:OUTPUT_DIR``, and
   ``train_done.json`` marks the folder finished: running the command again reports it. With
@@ -49,6 +50,7 @@ __all__ = [
     "last_checkpoint",
     "read_dataset",
     "train",
+    "usable_checkpoint",
 ]
 
 RUN_FILE = "train.json"
@@ -245,15 +247,46 @@ class TrainResult:
 
 
 def last_checkpoint(output_dir: Path) -> Path | None:
-    """The newest checkpoint that was written whole (its trainer state is saved last)."""
+    """The newest checkpoint that was written whole (see :func:`usable_checkpoint`)."""
+    return usable_checkpoint(output_dir)[0]
+
+
+def usable_checkpoint(output_dir: Path) -> tuple[Path | None, list[str]]:
+    """The newest checkpoint whose trainer state (saved last) is there and parses, and why each
+    newer one was skipped: a torn or missing state never stops a resume that an older
+    checkpoint can make."""
     if not output_dir.is_dir():
-        return None
+        return None, []
     found = []
     for child in output_dir.iterdir():
         match = CHECKPOINT.match(child.name)
-        if match and child.is_dir() and (child / "trainer_state.json").is_file():
+        if match and child.is_dir():
             found.append((int(match.group(1)), child))
-    return max(found)[1] if found else None
+    skipped: list[str] = []
+    for _, child in sorted(found, reverse=True):
+        problem = _state_problem(child / "trainer_state.json")
+        if problem is None:
+            return child, skipped
+        skipped.append(f"skipped {child.name}: {problem}")
+    return None, skipped
+
+
+MAX_STATE_BYTES = 64 << 20  # a trainer state holds the log history: large, not unbounded
+
+
+def _state_problem(path: Path) -> str | None:
+    """Why a checkpoint's trainer state cannot be resumed from; None when it can."""
+    try:
+        if path.stat().st_size > MAX_STATE_BYTES:
+            return f"{path.name} is over {MAX_STATE_BYTES >> 20} MiB"
+        state = parse_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"no {path.name} (not written whole)"
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return f"{path.name} does not parse ({type(exc).__name__})"
+    if not isinstance(state, dict) or not isinstance(state.get("global_step"), int):
+        return f"{path.name} has no global_step"
+    return None
 
 
 def _digest(path: Path) -> str:
@@ -318,6 +351,7 @@ class _Plan:
     finished: dict[str, Any] | None = None
     checkpoint: str | None = None
     first: bool = False
+    skipped: tuple[str, ...] = ()  # newer checkpoints left out, and why
 
 
 def _plan(recipe: Recipe) -> _Plan:
@@ -325,28 +359,31 @@ def _plan(recipe: Recipe) -> _Plan:
     done = recipe.output_dir / DONE_FILE
     if done.exists():
         return _Plan(finished=parse_json(done.read_text(encoding="utf-8")))
-    checkpoint = _resume_point(recipe)
-    return _Plan(checkpoint=str(checkpoint) if checkpoint else None, first=first)
+    checkpoint, skipped = _resume_point(recipe)
+    return _Plan(
+        checkpoint=str(checkpoint) if checkpoint else None, first=first, skipped=tuple(skipped)
+    )
 
 
-def _resume_point(recipe: Recipe) -> Path | None:
+def _resume_point(recipe: Recipe) -> tuple[Path | None, list[str]]:
     """The checkpoint to resume from: ``resume_from_checkpoint`` (a path; ``true``: the last),
-    else the folder's last complete one, if any."""
+    else the folder's last usable one, if any; and the newer ones skipped, with why."""
     explicit = recipe.config.resume_from_checkpoint
     out = recipe.output_dir
     if explicit in (None, "", "False", "false"):
-        return last_checkpoint(out)
+        return usable_checkpoint(out)
     if explicit in ("True", "true"):
-        found = last_checkpoint(out)
+        found, skipped = usable_checkpoint(out)
         if found is None:
             raise RecipeError(f"resume_from_checkpoint=true: no complete checkpoint in {out}")
-        return found
+        return found, skipped
     path = Path(explicit)
-    if not (path / "trainer_state.json").is_file():
+    problem = _state_problem(path / "trainer_state.json")
+    if problem is not None:
         raise RecipeError(
-            f"resume_from_checkpoint={explicit}: not a complete checkpoint (no trainer_state.json)"
+            f"resume_from_checkpoint={explicit}: not a complete checkpoint ({problem})"
         )
-    return path
+    return path, []
 
 
 def _world_size() -> int:
@@ -397,6 +434,8 @@ def train(recipe: Recipe, log: Callable[[str], None] = print) -> TrainResult:
             steps = int(plan.finished.get("steps", 0))
             return TrainResult(out, None, True, steps, 0.0, plan.finished)
         checkpoint = Path(plan.checkpoint) if plan.checkpoint else None
+        for line in plan.skipped:
+            log(line)
         if checkpoint is not None:
             log(f"resuming from {checkpoint}")
         stop = StopOnSignal()
