@@ -21,7 +21,9 @@ from typing import IO, Any
 
 __all__ = [
     "CACHE_ENV",
+    "OutputRefused",
     "cache_root",
+    "check_output_file",
     "foreign_entry",
     "fsync_path",
     "open_no_follow",
@@ -140,3 +142,65 @@ def open_no_follow(path: Path, mode: str = "ab", encoding: str | None = None) ->
             ) from None
         raise
     return os.fdopen(descriptor, mode, encoding=encoding)
+
+
+class OutputRefused(ValueError):
+    """An output path no command may write (the text is one line, naming the flag)."""
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# what a run folder keeps: never an output file's name beside a run store
+RUN_STORE = "run.sqlite"
+RUN_KEPT = frozenset({RUN_STORE, f"{RUN_STORE}-wal", f"{RUN_STORE}-shm", f"{RUN_STORE}-journal",
+                      "results.json", ".lock"})  # fmt: skip
+
+
+def check_output_file(
+    out: Path, flag: str, *, protected: Collection[Path] = (), force: bool = True
+) -> None:
+    """Refuse (:class:`OutputRefused`) an output file that a command must never write, before
+    any work: a folder; a path under something that is not a folder; a place this user cannot
+    write; an existing file that is a database (another run's store, however it is named), a
+    run folder's own file, or lies in one of the ``protected`` folders or is one of the
+    ``protected`` files (the data just read); an existing file without ``force``. Symlinks and
+    ``..`` are resolved, hard links seen."""
+    out = Path(out)
+    if out.is_dir():
+        raise OutputRefused(f"{flag} {out}: is a folder; expected a file name")
+    existing = next((parent for parent in out.parents if parent.exists()), Path("."))
+    if not existing.is_dir():
+        raise OutputRefused(f"{flag} {out}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputRefused(f"{flag} {out}: cannot write in {existing} (permission denied)")
+    if not (out.exists() or out.is_symlink()):
+        return
+    target = out.resolve()
+    for path in protected:
+        guarded = Path(path).resolve()
+        if target == guarded or guarded in target.parents or _same_file(target, guarded):
+            raise OutputRefused(
+                f"{flag} {out}: would replace {path}, which this command reads; choose another file"
+            )
+    if target.name in RUN_KEPT and (target.parent / RUN_STORE).exists():
+        raise OutputRefused(
+            f"{flag} {out}: is a run folder's own {target.name}; choose another file"
+        )
+    if _is_database(target):
+        raise OutputRefused(f"{flag} {out}: is a database (a run's store?); choose another file")
+    if not force:
+        raise OutputRefused(f"{flag} {out}: already exists; pass --force to replace it")
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        return one.exists() and other.is_file() and os.path.samefile(one, other)
+    except OSError:
+        return False
+
+
+def _is_database(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False

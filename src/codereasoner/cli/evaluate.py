@@ -41,6 +41,7 @@ from codereasoner.evaluation.runner import (
     default_run_dir,
     headline,
 )
+from codereasoner.files import RUN_KEPT, OutputRefused, cache_root, check_output_file
 from codereasoner.models import BackendError, Sampling, spec_help
 from codereasoner.models.base import Backend, BackendUnavailable
 from codereasoner.tasks.base import extraction_modes
@@ -273,8 +274,8 @@ def eval_command(
             executor=executor,
             skip=skip,
         )
-        if log_samples is not None and log_samples.is_dir():
-            fail(f"--log-samples {log_samples}: is a folder; expected a file name")
+        if log_samples is not None:
+            _check_sample_log(log_samples, out, data_dir)
         summary = _run(model, backend, settings, out, skipped)
     finally:
         backend.close()
@@ -289,6 +290,18 @@ def eval_command(
             soft_wrap=True,
         )
     _show(summary, as_json)
+
+
+def _check_sample_log(log: Path, out: Path | None, data_dir: Path | None) -> None:
+    """Before anything runs: ``--log-samples`` may not be a file of the run folder, the data
+    it reads or a database (another run's store), and its folder must be writable."""
+    if out is not None and log.name in RUN_KEPT and log.resolve().parent == out.resolve():
+        fail(f"--log-samples {log}: is the run folder's own {log.name}; choose another file")
+    protected = [cache_root(), *([data_dir] if data_dir is not None else [])]
+    try:
+        check_output_file(log, "--log-samples", protected=protected)
+    except OutputRefused as exc:
+        fail(str(exc))
 
 
 def _prepare(backend: Backend, settings: RunSettings, out: Path | None) -> tuple[Runner, Bars]:

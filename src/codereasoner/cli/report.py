@@ -112,6 +112,12 @@ def _check_out(out: Path, runs: list[Path]) -> None:
         kept = run_file_at(out, store_path(run).resolve())
         if kept is not None:
             fail(f"--out {out}: that is run {run}'s own file ({kept.name}); give another file")
+    from codereasoner.files import OutputRefused, check_output_file
+
+    try:
+        check_output_file(out, "--out")  # another run's store, a run folder's own file, ...
+    except OutputRefused as exc:
+        fail(str(exc))
 
 
 def summary(

@@ -29,7 +29,7 @@ from codereasoner.benchmarks import Benchmark, DataUnavailable
 from codereasoner.evaluation.families import family_of
 from codereasoner.evaluation.runner import RunError, run_file_at, style_for
 from codereasoner.evaluation.store import STORE_NAME, RunStore, connect, store_path
-from codereasoner.files import write_atomic
+from codereasoner.files import OutputRefused, check_output_file, write_atomic
 
 FORMATS = ("jsonl", "official")
 
@@ -161,8 +161,10 @@ def _check_out(out: Path, store: Path, *, force: bool, flag: str = "--out") -> N
         raise ExportError(
             f"{flag} {out}: that is the run's own {kept.name}; give another file name"
         )
-    if out.exists() and not force:
-        raise ExportError(f"{flag} {out}: already exists; pass --force to replace it")
+    try:
+        check_output_file(out, flag, force=force)
+    except OutputRefused as exc:
+        raise ExportError(str(exc)) from None
 
 
 def _existing_store(run: Path) -> Path:

@@ -38,7 +38,14 @@ from typing import Any
 
 from codereasoner.families.cases.benchmark import DIRECTIONS as TASKS
 from codereasoner.families.cases.benchmark import PROBE
-from codereasoner.files import fsync_path, parse_json, replacing, umask
+from codereasoner.files import (
+    OutputRefused,
+    check_output_file,
+    fsync_path,
+    parse_json,
+    replacing,
+    umask,
+)
 from codereasoner.training.process import ProbedValue, probes_column
 
 DISTILLED = "distilled.jsonl"
@@ -494,9 +501,15 @@ def _import_pyarrow() -> Any:
         ) from None
 
 
-def check_output(out: Path, fmt: str, force: bool) -> None:
-    """Refuse an existing output unless ``force``; refuse an output of the wrong kind always."""
+def check_output(out: Path, fmt: str, force: bool, source: Path | None = None) -> None:
+    """Refuse an existing output unless ``force``; refuse an output of the wrong kind always,
+    and a file output that would replace what the export reads (``source``) or a database."""
     folder = fmt in LLAMAFACTORY_NAMES
+    if not folder and not out.is_dir():
+        try:
+            check_output_file(out, "--out", protected=[source] if source else (), force=True)
+        except OutputRefused as exc:
+            raise ExportError(str(exc)) from None
     if out.is_symlink() or out.exists():
         if folder and not out.is_dir():
             raise ExportError(f"--out {out}: is a file; {fmt} writes a folder")
@@ -569,8 +582,7 @@ def export(
     wanted = tuple(directions)
     if fmt == "verl":
         _import_pyarrow()
-    locate_distilled(source)
-    check_output(out, fmt, force)
+    check_output(out, fmt, force, locate_distilled(source))
     records = read_distilled(source)
     selected = None
     if select is not None:

@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner.execution import SandboxUnavailable
-from codereasoner.files import parse_json, write_atomic
+from codereasoner.files import foreign_entry, parse_json, write_atomic
 from codereasoner.models import BackendError
 from codereasoner.models.packaged import local_model
-from codereasoner.synth.writer import FolderBusy, exclusive
+from codereasoner.synth.writer import LOCK_FILE, FolderBusy, exclusive
 from codereasoner.training.grpo_rewards import REWARDS, RewardContext, build_rewards
 from codereasoner.training.recipe import Recipe, RecipeError, Stage, first_line
 from codereasoner.training.rewards import COLUMNS, CodeReasoningReward
@@ -320,6 +320,12 @@ def _check_run_record(recipe: Recipe) -> bool:
     """True when the folder has no run record yet; RecipeError when it holds another run."""
     record = recipe.output_dir / RUN_FILE
     if not record.exists():
+        stranger = foreign_entry(recipe.output_dir, (LOCK_FILE, RUN_FILE))
+        if stranger is not None:  # the folder is another command's, or the user's
+            raise RecipeError(
+                f"{recipe.output_dir}: holds {stranger}, which no training run wrote; choose a "
+                "new or empty output_dir"
+            )
         return True
     try:
         before = parse_json(record.read_text(encoding="utf-8"))["identity"]
