@@ -291,7 +291,10 @@ def _allclose(a: object, b: object) -> bool:
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(_allclose(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, int | float) and isinstance(b, int | float):
-        if math.isnan(a) or math.isnan(b):
-            return False
-        return abs(a - b) <= 1e-8 + 1e-5 * abs(b)
+        try:
+            if math.isnan(a) or math.isnan(b):
+                return False
+            return abs(a - b) <= 1e-8 + 1e-5 * abs(b)
+        except OverflowError:  # an int past any float
+            return a == b
     return False

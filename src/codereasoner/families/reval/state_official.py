@@ -49,6 +49,14 @@ class Unavailable(Exception):
     pass
 
 
+# the names upstream's evaluator has bound, copied for each reading: an answer that rebinds
+# or defines names (exec(..., globals())) changes its own copy, never this module
+__reval_bound__ = {
+    name: value for name, value in dict(globals()).items()
+    if name in ("argparse", "glob", "inspect", "json", "os", "re", "sys", "datetime", "locate", "np")
+}
+
+
 def __reval_located__(kind):
     found = locate(kind)
     if found is None or not inspect.isclass(found):
@@ -57,7 +65,7 @@ def __reval_located__(kind):
 
 
 def __reval_read__(value, kind):
-    namespace = globals()
+    namespace = dict(__reval_bound__)
     if kind == "str":
         try:
             return eval(value, namespace), str
@@ -109,16 +117,18 @@ def __reval_plain__(value, top=True):
     return "value", value
 
 
-def __reval_state__(value, kind):
+def __reval_state__(value, kind, read=__reval_read__, plain=__reval_plain__, name=__reval_name__):
+    # the helpers are bound at definition: a reading that patches this module's globals
+    # cannot change how its own result is reported
     try:
-        found, located = __reval_read__(value, kind)
+        found, located = read(value, kind)
     except Unavailable:
         return ("unavailable", None, False, "value", None)
     except Exception:
         return ("error", None, False, "value", None)
     own = type(found) is located
-    shape, plain = __reval_plain__(found)
-    return ("ok", __reval_name__(located), own, shape, plain)
+    shape, shown = plain(found)
+    return ("ok", name(located), own, shape, shown)
 """
 _PROGRAM = Program(_HOOK, entry=STATE_ENTRY, preamble=SITE_PACKAGES_PREAMBLE)
 _ARRAYS = frozenset({"numpy.ndarray", "numpy.matrix"})
@@ -140,7 +150,9 @@ def decided_in_parent(value: str, kind: str) -> bool:
 def state_job(item: Item, sample: int, text: str, value: str, kind: str) -> Job:
     """The sandboxed reading of ``value; kind``; its finisher compares it with the truth."""
     call = Call(STATE_ENTRY, (value, kind))
-    return Job(sample, _PROGRAM, call, _finish(item, sample, text), shared=True)
+    # each reading in a process of its own: one sample's patch of a module (pydoc.locate,
+    # numpy's settings) must not reach the next sample's reading
+    return Job(sample, _PROGRAM, call, _finish(item, sample, text))
 
 
 def _finish(item: Item, sample: int, text: str) -> Callable[[ExecResult], Score]:
@@ -157,7 +169,11 @@ def _finish(item: Item, sample: int, text: str) -> Callable[[ExecResult], Score]
             read = result.parsed_value()
         except ValueError:
             return verdict(item, sample, text, Reason.WRONG, "the value is not a plain literal")
-        right, why = _compare(read, truth)  # type: ignore[arg-type]
+        try:
+            right, why = _compare(read, truth)  # type: ignore[arg-type]
+        except (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError) as exc:
+            # what the sandbox read cannot be compared (a number past any float): not a match
+            right, why = False, f"the value cannot be compared ({type(exc).__name__})"
         return verdict(item, sample, text, Reason.CORRECT if right else Reason.WRONG, why)
 
     return finish
@@ -213,7 +229,10 @@ def _close_float(value: object, expected: object) -> bool:
     numbers = (int, float, bool)
     if not isinstance(value, numbers) or not isinstance(expected, numbers):
         return False
-    return abs(value - expected) < 1e-6
+    try:
+        return abs(value - expected) < 1e-6
+    except OverflowError:  # an int past any float: within 1e-6 only of itself
+        return False
 
 
 def _array_match(a: object, b: object) -> bool:
@@ -277,8 +296,11 @@ def _offset(position: list[int], shape: tuple[int, ...]) -> int:
 def _close(x: object, y: object) -> bool:
     if not isinstance(x, int | float) or not isinstance(y, int | float):
         return False
-    if math.isnan(x) or math.isnan(y):
+    try:
+        if math.isnan(x) or math.isnan(y):
+            return False
+        if math.isinf(x) or math.isinf(y):
+            return x == y
+        return abs(x - y) <= 1e-8 + 1e-5 * abs(y)
+    except OverflowError:  # an int past any float: numpy's float array holds none
         return False
-    if math.isinf(x) or math.isinf(y):
-        return x == y
-    return abs(x - y) <= 1e-8 + 1e-5 * abs(y)
