@@ -90,8 +90,11 @@ def test_names_that_are_local_folders_or_hub_names_pass_through(
 ) -> None:
     assert local_model("Qwen/Qwen2.5-0.5B") == "Qwen/Qwen2.5-0.5B"
     (tmp_path / SMOLLM2).mkdir()
-    monkeypatch.chdir(tmp_path)  # a local folder of a packaged model's name wins
-    assert local_model(SMOLLM2) == SMOLLM2
+    monkeypatch.chdir(tmp_path)
+    assert local_model(f"./{SMOLLM2}") == f"./{SMOLLM2}"  # the folder, said so
+    # the bare name is both the packaged model and the folder: neither is picked silently
+    with pytest.raises(BackendError, match=rf"^ambiguous: .* local folder \./{SMOLLM2} .*"):
+        local_model(SMOLLM2)
 
 
 @pytest.fixture(scope="session")

@@ -43,7 +43,7 @@ from codereasoner.evaluation.runner import (
 )
 from codereasoner.files import RUN_KEPT, OutputRefused, cache_root, check_output_file
 from codereasoner.models import BackendError, Sampling, spec_help
-from codereasoner.models.base import Backend, BackendUnavailable
+from codereasoner.models.base import Backend, BackendUnavailable, backend_identity
 from codereasoner.tasks.base import extraction_modes
 
 SIGTERM_MESSAGE = "interrupted by SIGTERM"
@@ -308,7 +308,7 @@ def _prepare(backend: Backend, settings: RunSettings, out: Path | None) -> tuple
     """The runner, every option and the folder checked, and the folder's lock taken when it
     exists already (so a busy folder is refused before any request); creates nothing."""
     try:
-        run_dir = out if out is not None else default_run_dir(backend.model_id, settings)
+        run_dir = out if out is not None else default_run_dir(backend_identity(backend), settings)
         bars = Bars()
         runner = Runner(run_dir, backend, settings, bars)
         runner.check_resumable()

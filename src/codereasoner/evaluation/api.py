@@ -28,7 +28,7 @@ from codereasoner.evaluation.runner import (
     default_run_dir,
 )
 from codereasoner.models import BACKENDS, BackendError, SpecError, load_backend, parse_spec
-from codereasoner.models.base import Backend, Sampling
+from codereasoner.models.base import Backend, Sampling, backend_identity
 from codereasoner.models.registry import parse_options
 
 __all__ = ["evaluate", "open_backend"]
@@ -146,7 +146,11 @@ def evaluate(
         else:
             backend = model
         try:
-            run_dir = Path(out) if out is not None else default_run_dir(backend.model_id, settings)
+            run_dir = (
+                Path(out)
+                if out is not None
+                else default_run_dir(backend_identity(backend), settings)
+            )
             with Runner(run_dir, backend, settings, events) as runner:
                 runner.check_resumable()
                 backend.preflight()

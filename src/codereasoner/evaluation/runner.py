@@ -84,6 +84,7 @@ from codereasoner.models.base import (
     Completion,
     ReportsProgress,
     Request,
+    backend_identity,
     model_identity,
 )
 from codereasoner.models.base import prompt_hash as hash_prompt
@@ -141,7 +142,7 @@ class Runner:
         self.grading = Grading(settings.grading)
         self.run_dir = Path(run_dir)
         self.backend = backend
-        self.identity = model_identity(backend.model_id)  # the store's key for the model
+        self.identity = backend_identity(backend)  # the store's key for the model
         self.settings = settings
         self.events: Events = events or Quiet()
         self.pool_factory = pool_factory

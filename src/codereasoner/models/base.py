@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -188,6 +190,32 @@ def model_identity(model_id: str) -> str:
     if at and name and url.startswith(("http://", "https://")):
         return name
     return model_id
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """A short hash of a folder's top-level files (names, sizes, modification times); "" when
+    ``folder`` is no folder. Cheap whatever the weights weigh, and changed by any rewrite."""
+    if not folder.is_dir():
+        return ""
+    digest = hashlib.sha256()
+    try:
+        for entry in sorted(os.scandir(folder), key=lambda found: found.name):
+            if entry.is_file():
+                found = entry.stat()
+                digest.update(f"{entry.name}\0{found.st_size}\0{found.st_mtime_ns}\n".encode())
+    except OSError:
+        return ""
+    return "files-" + digest.hexdigest()[:12]
+
+
+def backend_identity(backend: Backend) -> str:
+    """What a run is of and what its completions are cached under: the model's identity
+    (:func:`model_identity`) and, when the backend has one, its content fingerprint (a local
+    folder's files, an OpenAI backend's extra body fields) after a ``#``."""
+    identity = model_identity(backend.model_id)
+    fingerprint = getattr(backend, "content_fingerprint", None)
+    found = fingerprint() if callable(fingerprint) else ""
+    return f"{identity}#{found}" if found else identity
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:

@@ -29,6 +29,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from codereasoner.models.base import (
@@ -39,6 +40,7 @@ from codereasoner.models.base import (
     OnResult,
     Request,
     cut_at_stop,
+    folder_fingerprint,
 )
 from codereasoner.models.hf_decode import DecodeRow, PrefixCache, decode
 from codereasoner.models.packaged import local_model, packaged_names
@@ -118,6 +120,12 @@ class HFBackend:
     @property
     def model_id(self) -> str:
         return f"hf:{self.path}"
+
+    def content_fingerprint(self) -> str:
+        """For a local folder, its files' names, sizes and modification times: a model
+        retrained into the same folder is another model, whose completions are not the old
+        ones ("" for a hub name, a packaged model or a GGUF file: their names fix them)."""
+        return folder_fingerprint(Path(self.path).expanduser())
 
     def preflight(self) -> None:
         """Load the tokenizer and weights now (one-line :class:`BackendError` if that fails)."""

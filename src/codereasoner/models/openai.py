@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -76,6 +77,11 @@ class _Choice:
 REASONING_FIELDS = ("reasoning_content", "reasoning")  # vLLM's reasoning parsers, old and new
 MAX_BODY_BYTES = 64 << 20  # a reply's body, read at most this far (n long choices fit)
 MAX_TOKEN_COUNT = 10**9  # a usage count beyond this is not a count
+# the body fields a request sets from the run's settings: extra_body may not replace them
+REQUEST_FIELDS = frozenset(
+    {"model", "messages", "prompt", "max_tokens", "temperature", "top_p", "n", "stop", "seed",
+     "stream"}
+)  # fmt: skip
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
@@ -254,6 +260,12 @@ class OpenAIBackend:
         self.backoff_max_s = backoff_max_s
         self.api_key_env = api_key_env
         self.extra_body = dict(extra_body or {})
+        overriding = sorted(set(self.extra_body) & REQUEST_FIELDS)
+        if overriding:
+            raise BackendError(
+                f"extra_body sets {', '.join(overriding)}, which every request sets itself from "
+                "the run's settings (the cache keys them); use the matching option instead"
+            )
         self._headers = {"Content-Type": "application/json"}
         key = os.environ.get(api_key_env, "")
         if key:
@@ -268,6 +280,14 @@ class OpenAIBackend:
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIBackend({self.model_id!r}, concurrency={self.concurrency})"
+
+    def content_fingerprint(self) -> str:
+        """What besides the model and the sampling settings changes a completion: the fields
+        ``extra_body`` adds to every request ("" when none)."""
+        if not self.extra_body:
+            return ""
+        text = json.dumps(self.extra_body, sort_keys=True, ensure_ascii=True, default=str)
+        return "body-" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
     @property
     def model_id(self) -> str:

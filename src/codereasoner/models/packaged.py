@@ -141,8 +141,13 @@ def local_model(name: str) -> str:
             raise BackendError(f"no such GGUF file {path}; expected gguf:PATH to a .gguf file")
         return str(convert_gguf(path))
     packaged = PACKAGED.get(name)
-    if packaged is None or Path(name).exists():
+    if packaged is None:
         return name
+    if Path(name).exists():
+        raise BackendError(
+            f"ambiguous: the packaged {packaged.title} and the local folder ./{name} share this "
+            f"name; write ./{name} for the folder, or move it"
+        )
     return str(convert_gguf(packaged_gguf(packaged)))
 
 
