@@ -25,6 +25,7 @@ prefix the rows share is computed once and kept for the next batches).
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -171,13 +172,16 @@ class HFBackend:
                 **{dtype_argument: dtype},
             )
             model.to(device).eval()
-        except (OSError, ValueError, RuntimeError) as exc:
-            reason = " ".join(str(exc).split())[:300]
+        except BackendError:
+            raise
+        except Exception as exc:  # a folder is untrusted input: any failure to read it is one line
+            reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
             raise BackendError(
                 f"hf:{self.path}: cannot load the model ({reason}); expected a local folder "
                 "with config.json, weights and tokenizer files, gguf:FILE, a packaged model "
                 f"({packaged_names()}), or a hub name (set HF_HUB_OFFLINE=0 to download)"
             ) from None
+        check_chat_template(tokenizer, f"hf:{self.path}")
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -335,3 +339,60 @@ class HFBackend:
         return [
             Completion(sample, text, reason, len(row.ids), count, latency) for sample in row.samples
         ]
+
+
+TEMPLATE_SECONDS = 10.0  # a chat template renders a long chat in well under this
+TEMPLATE_MAX_CHARS = 1 << 20  # what it may turn that chat into
+_PROBE_CHAT = [
+    {"role": "system", "content": "You are a helpful assistant. " * 20},
+    {"role": "user", "content": "def f(x):\n    return x\n" * 200},
+]
+
+
+def check_chat_template(tokenizer: Any, where: str) -> None:
+    """A model folder's chat template is untrusted code (Jinja, rendered by transformers in its
+    sandboxed environment, which bounds neither time nor size): it renders a long chat once,
+    in a child process killed after ``TEMPLATE_SECONDS``, and must give a text of bounded size.
+    BackendError (one line) otherwise; nothing to check without a template."""
+    if not getattr(tokenizer, "chat_template", None):
+        return
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    child = context.Process(target=_render_probe, args=(tokenizer, writer), daemon=True)
+    child.start()
+    writer.close()
+    try:
+        ready = reader.poll(TEMPLATE_SECONDS)
+        outcome = reader.recv() if ready else None
+    except (EOFError, OSError):
+        outcome = ("error", "the rendering process died")
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join()
+        reader.close()
+    if outcome is None:
+        raise BackendError(
+            f"{where}: its chat template takes over {TEMPLATE_SECONDS:.0f} s to render a chat "
+            "(a loop that does not end?); refused"
+        )
+    status, detail = outcome
+    if status != "ok":
+        raise BackendError(f"{where}: its chat template does not render ({detail})")
+
+
+def _render_probe(tokenizer: Any, writer: Any) -> None:
+    try:
+        text = tokenizer.apply_chat_template(
+            _PROBE_CHAT, tokenize=False, add_generation_prompt=True
+        )
+        if not isinstance(text, str):
+            outcome = ("error", f"it gives {type(text).__name__}, not text")
+        elif len(text) > TEMPLATE_MAX_CHARS:
+            outcome = ("error", f"it turns a chat into over {TEMPLATE_MAX_CHARS:,} characters")
+        else:
+            outcome = ("ok", "")
+    except Exception as exc:  # the template's own error, whatever it is
+        outcome = ("error", " ".join(f"{type(exc).__name__}: {exc}".split())[:200])
+    writer.send(outcome)
+    writer.close()

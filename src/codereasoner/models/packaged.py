@@ -246,8 +246,10 @@ def _convert(path: Path, digest: str, folder: Path) -> None:
         if folder.exists():  # killed before its record, or an older conversion: replaced
             shutil.rmtree(folder)
         os.replace(staging, folder)
-    except (OSError, ValueError, RuntimeError, KeyError) as exc:
-        raise BackendError(f"{path}: cannot convert the GGUF file ({_one_line(exc)})") from None
+    except Exception as exc:  # a GGUF file is untrusted input (a truncated one: struct.error)
+        raise BackendError(
+            f"{path}: cannot convert the GGUF file ({type(exc).__name__}: {_one_line(exc)})"
+        ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info(f"converted {path.name} in {time.monotonic() - started:.0f} s")
