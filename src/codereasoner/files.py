@@ -14,6 +14,7 @@ import errno
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import IO, Any
 
 __all__ = [
     "CACHE_ENV",
+    "InputTooLarge",
     "OutputRefused",
     "cache_root",
     "check_output_file",
@@ -28,6 +30,7 @@ __all__ = [
     "fsync_path",
     "open_no_follow",
     "parse_json",
+    "read_text_bounded",
     "replacing",
     "sha256_file",
     "umask",
@@ -204,3 +207,25 @@ def _is_database(path: Path) -> bool:
             return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return False
+
+
+MAX_INPUT_BYTES = 512 << 20  # a generations file, a log: read whole, so bounded
+
+
+class InputTooLarge(OSError):
+    """An input that is no readable text file of bounded size (the text names the file)."""
+
+
+def read_text_bounded(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
+    """A file's UTF-8 text, read at most ``limit`` bytes far: a device (``/dev/zero`` behind a
+    symlink) or a folder is refused, a pipe (``-g <(...)``) is read up to the bound.
+    :class:`InputTooLarge` (an OSError) past it; UnicodeDecodeError for text that is not
+    UTF-8; FileNotFoundError and the other OSErrors as opening raises them."""
+    with open(path, "rb") as handle:
+        kind = os.fstat(handle.fileno()).st_mode
+        if not (stat.S_ISREG(kind) or stat.S_ISFIFO(kind)):
+            raise InputTooLarge(errno.EINVAL, "not a file (a device or a folder)", str(path))
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputTooLarge(errno.EFBIG, f"larger than {limit >> 20} MiB", str(path))
+    return data.decode("utf-8")

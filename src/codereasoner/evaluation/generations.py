@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from codereasoner.files import read_text_bounded
 from codereasoner.tasks import Answer, Extracted, Item
 
 Extractor = Callable[[Item, str], Extracted]  # the item's task kind's extraction
@@ -49,7 +50,7 @@ def read_generations(
     """``(format, {item id: answers in sample order})`` for every item, in item order; with
     ``subset``, for the items the file has (``score --subset``)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text_bounded(Path(path))
     except FileNotFoundError:
         raise GenerationsError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -34,6 +34,7 @@ from codereasoner.families.reval.metrics import (
     coverage_counts,
     incremental_consistency,
 )
+from codereasoner.files import read_text_bounded
 from codereasoner.tasks import Answer, Extracted, Grading, Item, Reason, Score, run_plans
 from codereasoner.tasks.plans import Memo
 
@@ -65,7 +66,7 @@ def read_reval_generations(path: Path, items: Sequence[Item], extract: Extract) 
     if path.is_dir():
         return _complete(path, _logs(sorted(path.rglob("*.jsonl")), items, extract), items)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path)
     except FileNotFoundError:
         raise GenerationsError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -147,9 +148,11 @@ def _logs(files: Sequence[Path], items: Sequence[Item], extract: Extract) -> Gen
         index.setdefault(key, []).append(item)
     out = Generations("reval-log", {})
     for path in files:
-        lines = [
-            (n, line) for n, line in enumerate(path.read_text().split("\n"), 1) if line.strip()
-        ]
+        try:
+            text = read_text_bounded(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GenerationsError(f"{path}: cannot read ({exc})") from None
+        lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
         records = [(n, _record(f"{path}:{n}", line)) for n, line in lines]
         records = [(n, r) for n, r in records if "task_id" in r]  # the last line holds metrics
         if not records:
@@ -325,7 +328,7 @@ def subset_items(bench: Benchmark, path: Path, items: list[Item]) -> list[Item]:
     groups: set[str] = set()
     for file in sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]:
         try:
-            lines = file.read_text(encoding="utf-8").split("\n")
+            lines = read_text_bounded(file).split("\n")
         except (OSError, UnicodeDecodeError):
             continue
         for line in filter(str.strip, lines):
