@@ -84,3 +84,24 @@ def test_untrusted_text_is_shown_escaped(store: Path, tmp_path: Path, hostile: s
     assert not caught, [str(warning.message) for warning in caught]
     for character in ("\x1b", "\u202e", "\r", "\x07"):
         assert character not in done.stdout
+
+
+def test_a_crafted_store_of_unreadable_ids_or_times_is_one_line(tmp_path: Path) -> None:
+    """Item ids with digits int() does not read (``sample_1²``) sort as text; a ``created``
+    that is no number is one error line naming the store."""
+    from codereasoner.evaluation.report.data import natural_key
+
+    assert natural_key("sample_1²") == ((1, "sample_"), (0, 1), (1, "²"))
+    assert sorted(["sample_10", "sample_2", "sample_1²"], key=natural_key) == [
+        "sample_1²", "sample_2", "sample_10",
+    ]  # fmt: skip
+    run = tmp_path / "run"
+    done = invoke("eval", "--model", "oracle", "--bench", "cruxeval-o", "--data-dir", FIXTURES,
+                  "--limit", "1", "--out", run)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(run / "run.sqlite") as connection:
+        connection.execute("UPDATE run SET created = 'yesterday'")
+    report = invoke("report", run, "--out", tmp_path / "r.html")
+    assert report.returncode == 2, report.stdout
+    lines = [line for line in report.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "unexpected content (ValueError" in lines[0], report.stderr

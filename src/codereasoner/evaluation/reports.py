@@ -91,7 +91,7 @@ def number(value: Any) -> float | None:
 
 def pass_keys(report: Mapping[str, Any]) -> list[str]:
     """``pass@k`` keys of a report, by k."""
-    keys = [key for key in report if key.startswith("pass@") and key[5:].isdigit()]
+    keys = [key for key in report if key.startswith("pass@") and key[5:].isdecimal()]
     return sorted(keys, key=lambda key: int(key[5:]))
 
 

@@ -533,7 +533,7 @@ def check_available(address: str | None) -> None:
 def _check_reachable(address: str) -> None:
     """Fail fast on a HOST:PORT that does not answer (ray.init would retry for minutes)."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not (host and port.isdigit()):
+    if not (host and port.isdecimal()):
         return  # "auto", "local" and the like: ray.init resolves them
     try:
         socket.create_connection((host.strip("[]"), int(port)), _CONNECT_TIMEOUT_S).close()

@@ -164,6 +164,11 @@ def load_run(path: Path, examples: int = 3) -> Run:
         return _read(connection, Path(path), where, examples)
     except sqlite3.Error as exc:
         raise ReportDataError(f"{where}: not a readable run store ({exc})") from None
+    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:
+        # a store is a file anyone can craft: a field of the wrong type is one line
+        raise ReportDataError(
+            f"{where}: unexpected content ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+        ) from None
     finally:
         connection.close()
 
@@ -317,7 +322,10 @@ def _reported_items(report: dict[str, Any]) -> int:
 def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key reading digit runs as numbers ('sample_2' before 'sample_10')."""
     return tuple(
-        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part
+        # isdecimal, not isdigit: "²" is a digit that int() does not read
+        (0, int(part)) if part.isdecimal() else (1, part)
+        for part in re.split(r"(\d+)", text)
+        if part
     )
 
 

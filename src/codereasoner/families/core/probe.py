@@ -76,7 +76,7 @@ _MISSING = object()
 def _element(state: dict[str, object], container: str, index: str) -> object:
     """``state[container][index]`` (index: an int literal or a variable), else _MISSING."""
     value = state.get(container, _MISSING)
-    key = int(index) if index.lstrip("-").isdigit() else state.get(index, _MISSING)
+    key = int(index) if index.lstrip("-").isdecimal() else state.get(index, _MISSING)
     if type(key) is not int:
         return _MISSING
     if type(value) in (list, tuple, str) and -len(value) <= key < len(value):  # type: ignore[arg-type]

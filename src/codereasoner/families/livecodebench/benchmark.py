@@ -184,7 +184,7 @@ def _first_test(path: Path, row: dict[str, Any]) -> dict[str, str]:
 
 def _sample_number(path: Path, row: dict[str, Any]) -> int:
     head, _, number = row["id"].rpartition("_")
-    if not head or not number.isdigit():
+    if not head or not number.isdecimal():
         raise DataUnavailable(
             f"{path}:{row['_line']}: id {row['id']!r} is not of the form sample_N"
         )
