@@ -28,7 +28,7 @@ from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark, DataUnavailable
 from codereasoner.evaluation.families import family_of
 from codereasoner.evaluation.runner import RunError, run_file_at, style_for
-from codereasoner.evaluation.store import STORE_NAME, RunStore, connect, store_path
+from codereasoner.evaluation.store import STORE_NAME, RunRow, RunStore, connect, store_path
 from codereasoner.files import OutputRefused, check_output_file, write_atomic
 
 FORMATS = ("jsonl", "official")
@@ -83,10 +83,8 @@ def export_generations(
     name = _chosen(names, benchmark)
     _check_out(out, store_path(run), force=force)
     with RunStore(store_path(run)) as store:
-        row = store.run()
-        if row is None:
-            raise ExportError(f"{store.path}: no run recorded in this store")
-        n = int(row.config.get("reported_n", {}).get(name, row.config.get("n", 1)))
+        row = _checked_run(store)
+        n = _samples(row.config, name)
         order = _item_order(store.path, name)
         if fmt == "official":
             _check_official(name)
@@ -110,11 +108,9 @@ def write_sample_log(run: Path, out: Path, flag: str = "--out") -> int:
     names = run_benchmarks(run)
     lines: list[str] = []
     with RunStore(store_path(run)) as store:
-        row = store.run()
-        if row is None:
-            raise ExportError(f"{store.path}: no run recorded in this store")
+        row = _checked_run(store)
         for name in names:
-            n = int(row.config.get("reported_n", {}).get(name, row.config.get("n", 1)))
+            n = _samples(row.config, name)
             key = row.config.get("sampling_keys", {}).get(name)
             order = _item_order(store.path, name)
             hashes = {digest for _, digest in order}
@@ -165,6 +161,52 @@ def _check_out(out: Path, store: Path, *, force: bool, flag: str = "--out") -> N
         check_output_file(out, flag, force=force)
     except OutputRefused as exc:
         raise ExportError(str(exc)) from None
+
+
+# the run config's fields an export reads, and the types it may hold them in (a store is a file
+# anyone can craft: a field of another type is one error line)
+_CONFIG_FIELDS: dict[str, tuple[type, ...]] = {
+    "n": (int,),
+    "reported_n": (dict,),
+    "sampling_keys": (dict,),
+    "style": (str, type(None)),
+    "extraction": (str, type(None)),
+    "grading": (str, type(None)),
+    "data_dir": (str, type(None)),
+    "limit": (int, type(None)),
+    "timeout": (int, float, type(None)),
+}
+
+
+def _checked_run(store: RunStore) -> RunRow:
+    """The store's run row, its config of the shape exports read; ExportError naming the
+    first field that is not."""
+    try:
+        row = store.run()
+    except ValueError as exc:
+        raise ExportError(f"{store.path}: run.config is not JSON ({exc})") from None
+    if row is None:
+        raise ExportError(f"{store.path}: no run recorded in this store")
+    config = row.config
+    if not isinstance(config, dict):
+        raise ExportError(f"{store.path}: run.config: expected a JSON object")
+    for field, kinds in _CONFIG_FIELDS.items():
+        value = config.get(field)
+        if field in config and (not isinstance(value, kinds) or isinstance(value, bool)):
+            names = " or ".join("null" if kind is type(None) else kind.__name__ for kind in kinds)
+            raise ExportError(f"{store.path}: run.config field {field!r}: expected {names}")
+    for field, kind in (("reported_n", int), ("sampling_keys", str)):
+        entries = config.get(field, {})
+        if not all(isinstance(v, kind) and not isinstance(v, bool) for v in entries.values()):
+            raise ExportError(
+                f"{store.path}: run.config field {field!r}: expected {kind.__name__} values"
+            )
+    return row
+
+
+def _samples(config: dict[str, Any], name: str) -> int:
+    n = config.get("reported_n", {}).get(name, config.get("n", 1))
+    return max(1, min(int(n), 1_000_000))
 
 
 def _existing_store(run: Path) -> Path:
@@ -278,6 +320,8 @@ def _score_options(
     data_dir = config.get("data_dir")
     if data_dir:
         options["data-dir"] = str(data_dir)
+    if config.get("timeout") is not None:  # the run's sandbox limit: it can change verdicts
+        options["timeout"] = f"{config['timeout']:g}"
     if config.get("limit") is not None and _is_part(bench, data_dir, items):
         options["subset"] = None
     return options

@@ -91,6 +91,8 @@ class RunSettings:
         }
         if self.skip:  # absent when 0: run folders from before --skip keep their config and hash
             config["skip"] = self.skip
+        if self.timeout is not None:  # not kept on resume, but what a re-score must repeat
+            config["timeout"] = self.timeout
         return config
 
     def identity(self) -> dict[str, Any]:
