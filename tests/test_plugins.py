@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -224,7 +225,8 @@ def test_an_installed_rewrite_is_drawn_by_a_build_that_records_it(
     done = cli(site, *args, "--variants", "8", "--probes", "1", "--candidates", "2")
     assert done.returncode == 0, done.stderr
     settings = json.loads((out / "build.json").read_text())["settings"]
-    assert settings["added_rewrites"] == ["toy_pass"]
+    (recorded,) = settings["added_rewrites"]
+    assert re.fullmatch(r"toy_pass:[0-9a-f]{16}", recorded), recorded  # name and source hash
     kinds = json.loads(done.stdout)["implementations"]["rewrite_kinds"]
     assert kinds.get("toy_pass", 0) >= 1, kinds  # drawn beside the built-in kinds
     # without the package, the build cannot resume: its rewrites would change behind its back
@@ -232,4 +234,9 @@ def test_an_installed_rewrite_is_drawn_by_a_build_that_records_it(
     install(without, ENTRY_POINTS.split("[codereasoner.rewrites]")[0])
     refused = cli(without, *args, "--variants", "8", "--probes", "1", "--candidates", "2")
     assert refused.returncode == 2
-    assert "the rewrites installed packages add: ['toy_pass'] there, None now" in refused.stderr
+    assert f"the rewrites installed packages add: ['{recorded}'] there, None now" in refused.stderr
+    # a package that changed its rewrite under the same name: the build is not resumed either
+    (site / "toyplugin.py").write_text((site / "toyplugin.py").read_text() + "\n# changed\n")
+    changed = cli(site, *args, "--variants", "8", "--probes", "1", "--candidates", "2")
+    assert changed.returncode == 2, changed.stdout
+    assert "the rewrites installed packages add" in changed.stderr and recorded in changed.stderr

@@ -34,9 +34,12 @@ Kinds (:data:`REWRITES`; a new kind is one entry):
 from __future__ import annotations
 
 import ast
+import hashlib
+import inspect
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from codereasoner.programs.rewrites.analysis import Apply
 from codereasoner.programs.rewrites.conditions import (
@@ -171,5 +174,22 @@ BUILTIN = tuple(REWRITES.names())  # the kinds this package defines
 
 
 def added_rewrites() -> list[str]:
-    """The kinds registered beyond :data:`BUILTIN` (by an installed package), in name order."""
-    return sorted(name for name in REWRITES.names() if name not in BUILTIN)
+    """The kinds registered beyond :data:`BUILTIN` (by an installed package), in name order,
+    each as ``name:HASH``, the hash of the source file that defines it: a build records them,
+    so that it is never resumed after a package changed a rewrite under the same name."""
+    return [
+        f"{name}:{_source_hash(REWRITES[name])}"
+        for name in sorted(REWRITES.names())
+        if name not in BUILTIN
+    ]
+
+
+def _source_hash(rewrite: Rewrite) -> str:
+    """The first 16 hex digits of the sha256 of the file defining ``rewrite.apply`` (of its
+    source text when there is no file; "unknown" when there is neither)."""
+    try:
+        path = inspect.getsourcefile(rewrite.apply)
+        data = Path(path).read_bytes() if path else inspect.getsource(rewrite.apply).encode()
+    except (OSError, TypeError):
+        return "unknown"
+    return hashlib.sha256(data).hexdigest()[:16]
