@@ -150,6 +150,25 @@ def test_a_body_past_the_bound_is_refused_while_it_streams(
     hostile.stream = None
 
 
+def test_the_replies_being_read_hold_a_bounded_number_of_bytes_together(
+    hostile: Hostile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many requests in flight, each answered with a long reply: together they may hold no
+    more than one reply's cap, and every byte is given back when a reading ends."""
+    budget = openai_module._ReplyBytes(256 << 10)
+    monkeypatch.setattr(openai_module, "_IN_FLIGHT", budget)
+    hostile.stream = 1 << 20  # within one reply's cap, past what all may hold at once
+    try:
+        with pytest.raises(BackendError, match="hold more than 262,144 bytes together"):
+            _generate(hostile)
+    finally:
+        hostile.stream = None
+    assert budget.held == 0  # released, refused or not
+    hostile.body = _reply()
+    (completion,) = _generate(hostile)
+    assert completion.text == "ok" and budget.held == 0
+
+
 def test_a_dripping_server_is_given_up_and_named(
     hostile: Hostile, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -112,6 +112,7 @@ async def read_bounded(
             size += len(chunk)
             if size > limit:
                 raise ReplyTooLarge(f"the reply is longer than {limit} bytes")
+            _IN_FLIGHT.take(len(chunk))
             chunks.append(chunk)
 
     try:
@@ -121,7 +122,31 @@ async def read_bounded(
             f"the reply's body took longer than {within_s:g} s after its headers "
             f"({size} bytes came)"
         ) from None
+    finally:
+        _IN_FLIGHT.give(sum(map(len, chunks)))
     return b"".join(chunks)
+
+
+class _ReplyBytes:
+    """The bytes all replies being read hold at once, bounded: hostile servers answering many
+    requests with long replies cannot drive the process past one reply's cap."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+
+    def take(self, size: int) -> None:
+        if self.held + size > self.limit:
+            raise ReplyTooLarge(
+                f"the replies being read hold more than {self.limit:,} bytes together"
+            )
+        self.held += size
+
+    def give(self, size: int) -> None:
+        self.held = max(0, self.held - size)
+
+
+_IN_FLIGHT = _ReplyBytes(MAX_BODY_BYTES)
 
 
 def _text(value: object, field: str) -> str:
@@ -528,6 +553,7 @@ class OpenAIBackend:
                 last = f"HTTP {status} ({_error_message(raw)})"
             if attempt == self.max_retries:
                 break  # no "still retrying" warning right before giving up
+            raw = b""  # a failed reply is not held through the wait
             self._note_failure(url, last)
             await asyncio.sleep(self._backoff(attempt, wait))
         raise BackendUnavailable(
