@@ -29,6 +29,7 @@ from codereasoner.cli.common import (
 from codereasoner.cli.progress import LineProgress
 from codereasoner.evaluation.api import open_backend
 from codereasoner.evaluation.export_generations import ExportError, write_sample_log
+from codereasoner.evaluation.report.data import reported_items
 from codereasoner.evaluation.runner import (
     ORACLE,
     SELF_CHECK,
@@ -389,8 +390,7 @@ def _print(summary: RunSummary) -> None:
             column, justify="left" if column in ("benchmark", "main metrics") else "right"
         )
     for name, report in summary.reports.items():
-        items = report["items"]
-        count = sum(items.values()) if isinstance(items, dict) else items
+        count = reported_items(report)  # a stored report may be any shape
         samples = report.get("samples", count)
         table.add_row(
             name,

@@ -237,6 +237,13 @@ def load_report(benchmark: str, data: Mapping[str, Any]) -> Report | None:
     the family whose keys it has (None: none, or an empty report)."""
     if not data:
         return None
+    try:
+        return _typed(benchmark, data)
+    except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError, RecursionError):
+        return None  # keys of its family with values of other types: a store changed by hand
+
+
+def _typed(benchmark: str, data: Mapping[str, Any]) -> Report | None:
     if benchmark in benchmarks.REGISTRY:
         declared = family_of(benchmarks.get(benchmark))
         if declared.matches(data):

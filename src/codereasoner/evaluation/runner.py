@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner import benchmarks, tasks
-from codereasoner.evaluation.families import RunReport, family_of
+from codereasoner.evaluation.families import RunReport, family_of, load_report
 from codereasoner.evaluation.reports import Report
 from codereasoner.evaluation.run_checks import (
     Resolved,
@@ -70,6 +70,7 @@ from codereasoner.evaluation.run_summary import Events, Quiet, RunSummary
 from codereasoner.evaluation.store import (
     ItemRow,
     RunStore,
+    StoreCorrupt,
     StoredCompletion,
     store_path,
 )
@@ -263,6 +264,12 @@ class Runner:
         writes ``results.json`` either way (a failed one: ``status`` ``failed``, the message and
         the reports finished before). Refuses (RunError) while another process writes into
         ``run_dir``."""
+        try:
+            return self._run()
+        except StoreCorrupt as exc:  # a store changed by hand: one line, as any refusal
+            raise RunError(str(exc)) from None
+
+    def _run(self) -> RunSummary:
         if self._locking:
             self.lock()
         self.check_resumable()
@@ -271,10 +278,10 @@ class Runner:
         config = self.settings.config()
         if previous is not None:
             order = benchmarks.names()
-            union = set(previous.config.get("benchmarks", [])) | set(config["benchmarks"])
+            union = set(_texts(previous.config.get("benchmarks"))) | set(config["benchmarks"])
             config["benchmarks"] = [name for name in order if name in union]
-            config["reported_n"] = dict(previous.config.get("reported_n", {}))
-            config["sampling_keys"] = dict(previous.config.get("sampling_keys", {}))
+            config["reported_n"] = _mapping(previous.config.get("reported_n"), int)
+            config["sampling_keys"] = _mapping(previous.config.get("sampling_keys"), str)
         config["model_id"] = self.backend.model_id  # the latest invocation's, URL included
         store.start_run(self.identity, config)
         self._config = config
@@ -344,7 +351,13 @@ class Runner:
         summary.graded[name] = graded
         for answer_warning in answer_warnings(store, plan, self.settings.n, self.settings.data_dir):
             self._warn(summary, f"{name}: {answer_warning}")
-        reports = store.results()
+        # a stored report that does not read as its family's (a store changed by hand) is no
+        # report to keep: this one is computed again from the stored verdicts
+        reports = {
+            key: value
+            for key, value in store.results().items()
+            if load_report(key, value) is not None
+        }
         reported = self._config.setdefault("reported_n", {})
         stored_n, n = int(reported.get(name, 0)), self.settings.n
         keep = stored_n > n and name in reports and not graded  # never a silent downgrade
@@ -521,3 +534,18 @@ class Runner:
             str(store.path), FORMAT, plan.style, plan.extraction, self.grading, n, elapsed
         )
         return plan.family.report(bench, plan.items, mine, run)
+
+
+def _texts(found: object) -> list[str]:
+    """A stored list of names, its names only (a store is a file anyone can change)."""
+    return [name for name in found if isinstance(name, str)] if isinstance(found, list) else []
+
+
+def _mapping(found: object, kind: type) -> dict[str, Any]:
+    """A stored mapping of names, the entries of the expected type only."""
+    if not isinstance(found, dict):
+        return {}
+    return {
+        key: value for key, value in found.items()
+        if isinstance(key, str) and isinstance(value, kind) and not isinstance(value, bool)
+    }  # fmt: skip

@@ -158,6 +158,17 @@ def _read_only(path: Path) -> sqlite3.Connection:
 RUN_ID = "run"
 
 
+class StoreCorrupt(ValueError):
+    """A run store whose content is not what the runner writes (one line, naming the store)."""
+
+
+def _number(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+
+
 @dataclass(frozen=True)
 class RunRow:
     model: str
@@ -227,7 +238,23 @@ class RunStore:
         if not rows:
             return None
         model, config, status, message, created, updated = rows[0]
-        return RunRow(model, parse_json(config), status, message, created, updated)
+        return RunRow(
+            str(model), self._object(config, "run.config"), str(status), str(message),
+            _number(created), _number(updated),
+        )  # fmt: skip
+
+    def _object(self, text: object, what: str) -> dict[str, Any]:
+        """A stored JSON object; :class:`StoreCorrupt` naming ``what`` when it is none (a store
+        is a file anyone can change)."""
+        try:
+            found = parse_json(text) if isinstance(text, str | bytes) else None
+        except ValueError:
+            found = None
+        if not isinstance(found, dict):
+            raise StoreCorrupt(
+                f"{self.path}: {what} is not a JSON object (changed by hand?); choose another --out"
+            )
+        return found
 
     def start_run(self, model: str, config: Mapping[str, Any]) -> None:
         """Create the run row, or update its config and mark it running again. ``model``: a
@@ -408,7 +435,10 @@ class RunStore:
 
     def results(self) -> dict[str, dict[str, Any]]:
         rows = self._read("SELECT benchmark, report FROM results ORDER BY benchmark")
-        return {benchmark: parse_json(report) for benchmark, report in rows}
+        return {
+            str(benchmark): self._object(report, f"the stored report of {str(benchmark)[:60]!r}")
+            for benchmark, report in rows
+        }
 
     def drop_results(self) -> None:
         """Forget every stored report (they are derived; the next run recomputes them)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,7 +107,7 @@ class BenchmarkResult:
     @property
     def item_count(self) -> int:
         """The items the run holds every sample's verdict of; else its report's own count."""
-        return len(self.verdicts) or _reported_items(self.report)
+        return len(self.verdicts) or reported_items(self.report)
 
     @property
     def total_failures(self) -> int:
@@ -312,7 +312,8 @@ def _reason(text: str) -> Reason:
         return Reason.WRONG
 
 
-def _reported_items(report: dict[str, Any]) -> int:
+def reported_items(report: Mapping[str, Any]) -> int:
+    """The items a stored report counts (0 when its count is of another shape)."""
     items = report.get("items")
     if isinstance(items, dict):
         return sum(value for value in items.values() if isinstance(value, int))
