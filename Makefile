@@ -50,8 +50,9 @@ bench: system-deps $(VENV)/.core
 	$(BIN)/python bench/reward.py
 	$(BIN)/python bench/scale.py
 
-# The training loop on CPU (about 11 minutes): a tiny model from scratch, SFT and GRPO, scored on
-# held-out program families beside the copy rule, 3 seeds (docs/learning.md).
+# The training loop on CPU (about 11 minutes alone on 2 cores): a tiny model from scratch, SFT and
+# GRPO, scored on held-out program families beside chance and the copy rule, 3 seeds, the same
+# table on every run (docs/learning.md).
 learn: system-deps $(VENV)/.dev
 	$(BIN)/python bench/learn.py
 
