@@ -28,14 +28,14 @@ def run(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("config", "words"),
     [
-        ('"x"', "expected a JSON object"),
-        ("null", "expected a JSON object"),
+        ('"x"', "run.config is not a JSON object"),
+        ("null", "run.config is not a JSON object"),
         ('{"n": "many"}', "field 'n': expected int"),
         ('{"n": true}', "field 'n': expected int"),
         ('{"sampling_keys": [1]}', "field 'sampling_keys': expected dict"),
         ('{"reported_n": {"cruxeval-o": "x"}}', "field 'reported_n': expected int values"),
         ('{"style": 5}', "field 'style': expected str or null"),
-        ("{not json", "run.config is not JSON"),
+        ("{not json", "run.config is not a JSON object"),
     ],
 )
 def test_a_crafted_run_config_is_one_line(

@@ -183,8 +183,8 @@ def _checked_run(store: RunStore) -> RunRow:
     first field that is not."""
     try:
         row = store.run()
-    except ValueError as exc:
-        raise ExportError(f"{store.path}: run.config is not JSON ({exc})") from None
+    except ValueError as exc:  # the store's own one-line account of what it holds
+        raise ExportError(str(exc)) from None
     if row is None:
         raise ExportError(f"{store.path}: no run recorded in this store")
     config = row.config

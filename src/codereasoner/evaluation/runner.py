@@ -267,7 +267,7 @@ class Runner:
         try:
             return self._run()
         except StoreCorrupt as exc:  # a store changed by hand: one line, as any refusal
-            raise RunError(str(exc)) from None
+            raise RunError(f"{exc}; choose another --out") from None
 
     def _run(self) -> RunSummary:
         if self._locking:

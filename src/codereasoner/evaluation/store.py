@@ -251,9 +251,7 @@ class RunStore:
         except ValueError:
             found = None
         if not isinstance(found, dict):
-            raise StoreCorrupt(
-                f"{self.path}: {what} is not a JSON object (changed by hand?); choose another --out"
-            )
+            raise StoreCorrupt(f"{self.path}: {what} is not a JSON object (changed by hand?)")
         return found
 
     def start_run(self, model: str, config: Mapping[str, Any]) -> None:
