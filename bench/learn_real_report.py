@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import math
 import sqlite3
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from learn_stats import Interval, Scored, accuracies, difference
+from learn_stats import Scored, accuracies, difference, seed_interval
 
 CRUX_BENCHES = ("cruxeval-o", "cruxeval-i")
 TRAINED = ("sft-direct", "sft-chains", "sft-corrupt", "chains-grpo")
@@ -42,7 +41,6 @@ RAW_FORMS = {
 ROWS = {"cruxeval-o": "forward", "cruxeval-i": "backward", "heldout": None}
 CLAIMS = ("sft-direct", "sft-corrupt", "copy", "raw")  # chains-grpo > each of these
 REPLICATES = 2000
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}
 
 
 @dataclass(frozen=True)
@@ -217,17 +215,6 @@ def scored(at: Layout, raw_form: Mapping[str, str]) -> dict[str, list[dict[str, 
             )
         table[row] = per_seed
     return table
-
-
-def seed_interval(per_seed: list[float]) -> Interval:
-    """The mean of per-seed values with a 95 % t-interval (degenerate with one seed)."""
-    count = len(per_seed)
-    mean = sum(per_seed) / count
-    if count < 2:
-        return Interval(mean, mean, mean)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in per_seed) / (count - 1))
-    half = T_975.get(count - 1, 1.96) * sd / math.sqrt(count)
-    return Interval(mean, mean - half, mean + half)
 
 
 def write_report(at: Layout, args: argparse.Namespace) -> str:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from learn_data import SPLITS
 from learn_model import Item
-from learn_stats import Interval, Scored, accuracies, difference
+from learn_stats import Interval, Scored, accuracies, difference, seed_interval
 
 if TYPE_CHECKING:
     from learn_run import Plan, Seeded
@@ -40,7 +40,6 @@ TITLES = {
 # (better, than): the differences the run is meant to show
 CLAIMS = (("sft-chain", "sft-direct"), ("grpo", "sft-chain"), ("grpo", "copy"))
 FIT_FLOOR = 0.9  # a trained arm "fits" its training items at this accuracy or above
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}
 
 Keep = Callable[[Item], bool]
 VIEWS: dict[str, Keep] = {
@@ -84,17 +83,6 @@ def mean_of(runs: Sequence[Seeded], arm: str, keep: Keep) -> float:
 
 def holds(claim: Interval, seed_level: Interval | None = None) -> bool:
     return claim.low > 0 and (seed_level is None or seed_level.low > 0)
-
-
-def seed_interval(differences: Sequence[float]) -> Interval:
-    """The mean of per-seed differences with a 95 % t-interval (a point with one seed)."""
-    count = len(differences)
-    mean = sum(differences) / count
-    if count < 2:
-        return Interval(mean, mean, mean)
-    sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / (count - 1))
-    half = T_975.get(count - 1, 1.96) * sd / math.sqrt(count)
-    return Interval(mean, mean - half, mean + half)
 
 
 def per_seed_differences(runs: Sequence[Seeded], better: str, than: str, keep: Keep) -> list[float]:

@@ -10,6 +10,7 @@ both (a paired interval).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -89,3 +90,18 @@ def difference(seeds: Seeds, better: str, than: str, replicates: int, seed: int)
     drawn = draws(seeds, replicates, seed)
     estimate = mean_accuracy(seeds, better) - mean_accuracy(seeds, than)
     return interval(estimate, drawn[better] - drawn[than])
+
+
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}  # Student's t, by degrees of freedom
+
+
+def seed_interval(per_seed: Sequence[float]) -> Interval:
+    """The mean of per-seed values (differences, accuracies) with a 95 % t-interval over the
+    seeds (a point with one seed)."""
+    count = len(per_seed)
+    mean = sum(per_seed) / count
+    if count < 2:
+        return Interval(mean, mean, mean)
+    sd = math.sqrt(sum((value - mean) ** 2 for value in per_seed) / (count - 1))
+    half = T_975.get(count - 1, 1.96) * sd / math.sqrt(count)
+    return Interval(mean, mean - half, mean + half)

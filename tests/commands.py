@@ -88,3 +88,13 @@ def _inside(folder: Path | None) -> Iterator[None]:
         yield
     finally:
         os.chdir(previous)
+
+
+def one_error_line(stderr: str, *, other_lines: bool = False) -> str:
+    """The one ``error:`` line a refused command printed, with no traceback; with
+    ``other_lines``, lines that are no error (progress bars) may come before it."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert other_lines or lines == errors, stderr[-3000:]
+    return errors[0]

@@ -12,16 +12,10 @@ import pytest
 
 from codereasoner.models.base import BackendError, backend_identity
 from codereasoner.models.openai import OpenAIBackend
-from tests.commands import invoke
+from tests.commands import invoke, one_error_line
 from tests.conftest import synth_cases
 
 pytestmark = pytest.mark.train  # builds and evaluates a tiny transformers model
-
-
-def one_error_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), stderr
-    return lines[0]
 
 
 def test_a_model_retrained_into_its_folder_is_another_model(tmp_path: Path) -> None:

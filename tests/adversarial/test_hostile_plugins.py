@@ -9,13 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import one_error_line
 from tests.test_plugins import ENTRY_POINTS, ROWS, cli, install
-
-
-def one_error_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize("code", ["0", "None", "3"])

@@ -11,18 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import invoke
+from tests.commands import invoke, one_error_line
 from tests.conftest import synth_cases
 
 pytestmark = pytest.mark.train  # builds a tiny transformers model
 NEVER_ENDS = "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"
-
-
-def one_error_line(stderr: str) -> str:
-    """The one error line (progress bars of loading may come before it), no traceback."""
-    lines = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in stderr, stderr[-3000:]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +43,9 @@ def test_a_config_of_the_wrong_types_is_one_line(model: Path, cases: Path, tmp_p
     config.update(vocab_size="many", num_hidden_layers=[2], hidden_size={"a": 1})
     (model / "config.json").write_text(json.dumps(config))
     code, stderr, _ = evaluate(f"hf:{model}", cases, tmp_path / "run")
-    assert code == 2 and f"hf:{model}: cannot load the model" in one_error_line(stderr)
+    assert code == 2 and f"hf:{model}: cannot load the model" in one_error_line(
+        stderr, other_lines=True
+    )
 
 
 def test_a_chat_template_that_never_ends_is_refused_in_bounded_time(
@@ -58,7 +53,7 @@ def test_a_chat_template_that_never_ends_is_refused_in_bounded_time(
 ) -> None:
     (model / "chat_template.jinja").write_text(NEVER_ENDS)
     code, stderr, seconds = evaluate(f"hf:{model}", cases, tmp_path / "run")
-    assert code == 2 and "chat template takes over" in one_error_line(stderr)
+    assert code == 2 and "chat template takes over" in one_error_line(stderr, other_lines=True)
     assert seconds < 120  # the hang guard: about 10 s of rendering, then the refusal
 
 
@@ -76,4 +71,4 @@ def test_a_truncated_gguf_file_is_one_line(cases: Path, tmp_path: Path) -> None:
                   cases, "--limit", "1", "--out", tmp_path / "run",
                   env={"CODEREASONER_CACHE": str(env_cache)})  # fmt: skip
     assert done.returncode == 2
-    assert "cannot convert the GGUF file" in one_error_line(done.stderr)
+    assert "cannot convert the GGUF file" in one_error_line(done.stderr, other_lines=True)

@@ -10,15 +10,9 @@ from pathlib import Path
 import pytest
 
 from codereasoner.files import InputTooLarge, read_text_bounded
-from tests.commands import invoke
+from tests.commands import invoke, one_error_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-def one_error_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), stderr
-    return lines[0]
 
 
 def test_a_generations_file_that_is_a_device_is_one_line(tmp_path: Path) -> None:

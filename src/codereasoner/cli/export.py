@@ -20,7 +20,6 @@ from codereasoner.training.export import (
     RecordFilter,
     export,
     parse_directions,
-    read_distilled,
 )
 from codereasoner.training.method_split import (
     DEFAULT_PERCENT,
@@ -124,8 +123,7 @@ def export_command(
             source, fmt, out, parse_directions(directions), force=force, split=split, select=select
         )
         if split_by is not None and methods is not None:
-            every = {record.method for record in read_distilled(source)}
-            write_manifest(out, split_by, methods, every)
+            write_manifest(out, split_by, methods, summary.methods)
     except ExportError as exc:
         fail(flag_message(exc))
     typer.echo(safe_text(summary.line()))

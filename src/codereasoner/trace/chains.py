@@ -45,9 +45,7 @@ _FIRST, _LAST = 2, 1  # iterations kept at the start and the end of a long loop
 
 
 def _iteration(step: Step) -> str:
-    if not step.loops:
-        return ""
-    return " (iteration " + ".".join(str(count) for _, count in step.loops) + ")"
+    return f" (iteration {step.iteration_label})" if step.loops else ""
 
 
 def _quoted(step: Step, code: list[str]) -> str:

@@ -59,6 +59,12 @@ class Step:
         """Iteration of the innermost enclosing loop, if any."""
         return self.loops[-1][1] if self.loops else None
 
+    @property
+    def iteration_label(self) -> str:
+        """The enclosing loops' iterations, outermost first: ``2``, or ``2.3`` for iteration 3
+        of an inner loop in iteration 2 of the outer one ("" outside loops)."""
+        return ".".join(str(count) for _, count in self.loops)
+
     @classmethod
     def from_wire(cls, data: Mapping[str, Any], *, checked: bool = False) -> Step:
         """A step from its wire form; checked first unless ``checked`` says it already was."""

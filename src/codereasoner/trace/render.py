@@ -93,7 +93,7 @@ def _mapping(values: dict[str, str | None], sep: str = " = ") -> str:
 def _step_line(step: Step, code: list[str] | None) -> str:
     parts = [f"L{step.line}"]
     if step.loops:
-        parts[0] += " [iter " + ".".join(str(count) for _, count in step.loops) + "]"
+        parts[0] += f" [iter {step.iteration_label}]"
     if code is not None and 0 < step.line <= len(code):
         parts.append(code[step.line - 1].strip())
     if step.changes:

@@ -125,6 +125,7 @@ class ExportSummary:
     other_directions: int  # records left out by the direction filter
     files: tuple[Path, ...] = field(default=())
     selected: str | None = None  # what a RecordFilter left out, as a clause of the line
+    methods: tuple[str, ...] = ()  # every catalog method of the distillation, read or not
 
     @property
     def total(self) -> int:
@@ -584,6 +585,7 @@ def export(
         _import_pyarrow()
     check_output(out, fmt, force, locate_distilled(source))
     records = read_distilled(source)
+    methods = tuple(sorted({record.method for record in records if record.method}))
     selected = None
     if select is not None:
         chosen, selected = select([record for record in records if record.direction in wanted])
@@ -600,4 +602,4 @@ def export(
         files = write_export(out, fmt, rows)
     except OSError as exc:
         raise ExportError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
-    return ExportSummary(fmt, out, counts, skipped, other, files, selected)
+    return ExportSummary(fmt, out, counts, skipped, other, files, selected, methods)

@@ -73,7 +73,7 @@ from codereasoner import values
 from codereasoner.execution import CallSyntaxError, parse_call
 from codereasoner.families.cases.reasoning import last_answer
 from codereasoner.tasks import ParseFailure
-from codereasoner.trace import ExecutionTrace
+from codereasoner.trace import ExecutionTrace, Step
 from codereasoner.values import top_level_indexes
 
 if TYPE_CHECKING:
@@ -229,18 +229,11 @@ def _shown(text: str, shown: Sequence[object]) -> bool:
 def _runs(trace: ExecutionTrace, name: str, line: int) -> tuple[tuple[str, str], ...]:
     """``name`` right after ``line`` ran in each loop iteration, by iteration label (``2``, or
     ``2.3`` for nested loops), the first ``MAX_VALUES`` iterations whose value is kept."""
-    state: dict[str, str | None] = {}
     runs: dict[str, str] = {}
-    for step in trace.steps:
-        if step.fid != 0:
+    for step, text in _after_runs(trace, name, line):
+        if not step.loops or text is None:
             continue
-        if step.args is not None:
-            state = dict(step.args)
-        state.update(step.changes)
-        text = state.get(name)
-        if step.line != line or not step.loops or text is None:
-            continue
-        label = ".".join(str(count) for _, count in step.loops)
+        label = step.iteration_label
         # a loop's header runs once more, in its last iteration, to leave the loop: the
         # iteration's value is the first one
         if label not in runs and len(text) <= MAX_VALUE_CHARS and _literal(text) is not _NO_VALUE:
@@ -253,21 +246,31 @@ def _runs(trace: ExecutionTrace, name: str, line: int) -> tuple[tuple[str, str],
 def _values_of(trace: ExecutionTrace, name: str, line: int | None) -> list[str | None]:
     """The texts ``name`` holds in the entry frame: every value it takes (``line`` None), or
     its value right after each run of ``line``."""
-    state: dict[str, str | None] = {}
+    if line is not None:
+        return [text for _, text in _after_runs(trace, name, line)]
     texts: list[str | None] = []
+    for step in trace.steps:
+        if step.fid != 0:
+            continue
+        if step.args is not None and name in step.args:
+            texts.append(step.args[name])
+        if name in step.changes:
+            texts.append(step.changes[name])
+    return texts
+
+
+def _after_runs(trace: ExecutionTrace, name: str, line: int) -> Iterator[tuple[Step, str | None]]:
+    """Each run of ``line`` in the entry frame where ``name`` is bound, with its text right
+    after the run (None: deleted)."""
+    state: dict[str, str | None] = {}
     for step in trace.steps:
         if step.fid != 0:
             continue
         if step.args is not None:
             state = dict(step.args)
-            if line is None and name in state:
-                texts.append(state[name])
         state.update(step.changes)
-        if line is None and name in step.changes:
-            texts.append(step.changes[name])
-        elif line is not None and step.line == line and name in state:
-            texts.append(state[name])
-    return texts
+        if step.line == line and name in state:
+            yield step, state[name]
 
 
 def _kept(texts: Sequence[str | None]) -> tuple[tuple[str, ...], bool]:
