@@ -321,6 +321,46 @@ def test_official_export_scores_as_the_run(oracle_run: Path, tmp_path: Path) -> 
     assert scored["format"] == "official" and scored["pass@1"] == 100.0
 
 
+def test_an_export_scored_against_another_benchmark_is_refused(
+    oracle_run: Path, tmp_path: Path
+) -> None:
+    """A CRUXEval-O export scored as CRUXEval-I would pass (the -O prompt shows the input): its
+    prompt hashes say whose prompts it answered, and score refuses, naming both benchmarks."""
+    exported = tmp_path / "output.jsonl"
+    assert export(oracle_run, exported, "--bench", "cruxeval-o").returncode == 0
+    refused = cli("score", "--bench", "cruxeval-i", "-g", exported, "--data-dir", FIXTURES)
+    line = one_error_line(refused)
+    assert "cruxeval-o's prompt" in line and "not cruxeval-i's" in line
+    assert "--bench cruxeval-o" in line and "--ignore-prompt-hash" in line
+    assert score_file("cruxeval-o", exported)["prompt_hashes"] == {"checked": 12, "absent": 0}
+    forced = cli(
+        "score", "--bench", "cruxeval-i", "-g", exported, "--data-dir", FIXTURES, "--json",
+        "--ignore-prompt-hash",
+    )  # fmt: skip
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads(forced.stdout)["prompt_hashes"] == {"ignored": True}
+    assert "prompt hashes not checked" in forced.stderr
+
+
+def test_a_prompt_hash_of_no_known_prompt_is_refused(oracle_run: Path, tmp_path: Path) -> None:
+    exported = tmp_path / "output.jsonl"
+    assert export(oracle_run, exported, "--bench", "cruxeval-o").returncode == 0
+    records = [json.loads(line) for line in exported.read_text().splitlines()]
+    records[3]["prompt_hash"] = "0" * 64
+    records[4].pop("prompt_hash")
+    exported.write_text("".join(json.dumps(record) + "\n" for record in records))
+    line = one_error_line(
+        cli("score", "--bench", "cruxeval-o", "-g", exported, "--data-dir", FIXTURES)
+    )
+    assert repr(records[3]["id"]) in line and "matches none of cruxeval-o's prompts" in line
+    records[3]["prompt_hash"] = 7
+    exported.write_text("".join(json.dumps(record) + "\n" for record in records))
+    line = one_error_line(
+        cli("score", "--bench", "cruxeval-o", "-g", exported, "--data-dir", FIXTURES)
+    )
+    assert ":4: field 'prompt_hash' must be a text" in line
+
+
 def test_export_errors_are_one_line_and_write_nothing(oracle_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "out[bold].jsonl"
     line = one_error_line(export(tmp_path / "nowhere", out))

@@ -35,6 +35,12 @@ from codereasoner.evaluation import GenerationsError
 from codereasoner.evaluation.families import Family, ScoreOptions, ScoreOutcome, family_of
 from codereasoner.evaluation.generations import check_generations_path
 from codereasoner.evaluation.metrics import COPY_POLICIES
+from codereasoner.evaluation.prompt_check import (
+    IGNORE_FLAG,
+    HashCheck,
+    PromptMismatch,
+    check_prompt_hashes,
+)
 from codereasoner.evaluation.reports import PassReport
 from codereasoner.evaluation.scoring import sample_results, write_results
 from codereasoner.execution import Executor, Limits
@@ -133,6 +139,14 @@ def score_command(
             "benchmark's items it covers.",
         ),
     ] = False,
+    ignore_prompt_hash: Annotated[
+        bool,
+        typer.Option(
+            IGNORE_FLAG,
+            help="Score records whose prompt_hash is none of this benchmark's prompts (a custom "
+            "system message, say) instead of refusing them; the report says so.",
+        ),
+    ] = False,
 ) -> None:
     """Score a generations file: the benchmark's metrics (pass@k with breakdowns, REval's
     accuracies and consistency, or CoRE's I, Is, W, Ws, RCS), optional strict report."""
@@ -181,13 +195,37 @@ def score_command(
         items = benchmark.load(data_dir)
     except benchmarks.DataUnavailable as exc:
         fail(flag_message(exc))
+    hashes = _checked_hashes(generations, benchmark, items, data_dir, ignore_prompt_hash)
     with ExitStack() as stack:
         pool = lazy_pool(stack, workers=workers, limits=options.limits, isolation=isolation)
         try:
             outcome = family.score_file(benchmark, items, options, pool)
         except (GenerationsError, SettingError) as exc:  # the file or a setting, not a fault
             fail(flag_message(exc))
-    _PRINTERS[outcome.report.kind](_conclude(items, outcome, options), as_json)
+    report = {**_conclude(items, outcome, options), "prompt_hashes": hashes.to_dict()}
+    _PRINTERS[outcome.report.kind](report, as_json)
+
+
+def _checked_hashes(
+    generations: Path,
+    bench: benchmarks.Benchmark,
+    items: list[Item],
+    data_dir: Path | None,
+    ignore: bool,
+) -> HashCheck:
+    """Every record's prompt_hash is one of the benchmark's prompts for its id, or the run
+    stops here, before grading (a folder of REval logs carries no hashes)."""
+    if ignore:
+        error_console.print(
+            f"[yellow]warning:[/] {IGNORE_FLAG}: prompt hashes not checked", soft_wrap=True
+        )
+        return HashCheck(ignored=True)
+    if generations.is_dir():
+        return HashCheck(absent=len(items))
+    try:
+        return check_prompt_hashes(generations, bench, items, data_dir)
+    except PromptMismatch as exc:
+        fail(str(exc))
 
 
 def lazy_pool(
