@@ -2,12 +2,13 @@
 counts, scores over the common items, the oracle's self-check label, standard errors, readable
 plots (legends beside the data) and failure boxes that lead with the question.
 
-The runs: the oracle on 10 and on 20 items (self-checks), a scripted server on 10 items
-answering 5 right ("small"), one on 20 items answering right only the 10 beyond the first 10
-("large"), and one on 20 items wrong only where small is right ("wide", 75%). small's and
-large's own scores tie (50%); over the 10 common items small leads 50% to 0%: only a comparison
-on the common items stars small, and the oracle's 100% is never starred. The self-checks never
-shrink the common items: beside the 10-item oracle, large and wide compare on their 20.
+The runs: the oracle on 12 and on 24 items (self-checks), a scripted server on 12 items
+answering 6 right ("small"), one on 24 items answering right only the 12 beyond the first 12
+("large"), and one on 24 items wrong only where small is right ("wide", 75%). small's and
+large's own scores tie (50%); over the 12 common items small leads 50% to 0% (6 paired wins, no
+loss: an exact sign test gives p = 0.03), so only a comparison on the common items stars small,
+and the oracle's 100% is never starred. The self-checks never shrink the common items: beside
+the 12-item oracle, large and wide compare on their 24 (wide wins 6 items and loses none).
 """
 
 from __future__ import annotations
@@ -84,29 +85,39 @@ def verdicts(store: Path) -> list[int]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("subsets")
-    found = {name: root / name for name in ("oracle", "oracle-20", "small", "large", "wide")}
-    evaluate(found["oracle"], "oracle", 10, f"{BENCH},core-probe,reval")
-    evaluate(found["oracle-20"], "oracle", 20)
-    first, every = answers(found["oracle"]), answers(found["oracle-20"])
+    names = ("oracle", "oracle-24", "small", "large", "wide", "none", "two")
+    found = {name: root / name for name in names}
+    evaluate(found["oracle"], "oracle", 12, f"{BENCH},core-probe,reval")
+    evaluate(found["oracle-24"], "oracle", 24)
+    first, every = answers(found["oracle"]), answers(found["oracle-24"])
 
-    half = set(sorted(first)[:5])
+    half = set(sorted(first)[:6])
 
-    def small(query: Query) -> str:  # right on 5 of the first 10 items
+    def small(query: Query) -> str:  # right on 6 of the first 12 items
         return first[query.prompt] if query.prompt in half else WRONG
 
-    def large(query: Query) -> str:  # right only on the items beyond the first 10
+    def large(query: Query) -> str:  # right only on the items beyond the first 12
         return WRONG if query.prompt in first else every.get(query.prompt, WRONG)
 
     with ReplayServer(reply=small, model="small") as server:
-        evaluate(found["small"], f"openai:small@{server.url}", 10)
+        evaluate(found["small"], f"openai:small@{server.url}", 12)
 
     def wide(query: Query) -> str:  # wrong only where small is right
         return WRONG if query.prompt in half else every.get(query.prompt, WRONG)
 
     with ReplayServer(reply=large, model="large") as server:
-        evaluate(found["large"], f"openai:large@{server.url}", 20)
+        evaluate(found["large"], f"openai:large@{server.url}", 24)
     with ReplayServer(reply=wide, model="wide") as server:
-        evaluate(found["wide"], f"openai:wide@{server.url}", 20)
+        evaluate(found["wide"], f"openai:wide@{server.url}", 24)
+    pair = set(sorted(first)[:2])  # two of the first 12, so inside any 20
+
+    def two(query: Query) -> str:  # right on 2 of 20 items
+        return every[query.prompt] if query.prompt in pair else WRONG
+
+    with ReplayServer(reply=lambda query: WRONG, model="none") as server:
+        evaluate(found["none"], f"openai:none@{server.url}", 20)
+    with ReplayServer(reply=two, model="two") as server:
+        evaluate(found["two"], f"openai:two@{server.url}", 20)
     return found
 
 
@@ -125,11 +136,11 @@ def test_counts_and_the_common_items_decide_the_comparison(
     assert labels == ["oracle", "small", "large"]  # short names, not the servers' URLs
     assert [run["self_check"] for run in summary["runs"]] == [True, False, False]
     assert summary["items"][BENCH] == {
-        "items": {"oracle": 10, "small": 10, "large": 20},
-        "common_items": 10,
+        "items": {"oracle": 12, "small": 12, "large": 24},
+        "common_items": 12,
         "same_items": False,
         "comparable": True,
-        "own_items": [],  # the oracle holds exactly the 10 common items
+        "own_items": [],  # the oracle holds exactly the 12 common items
     }
     own = summary["scores"][BENCH]["pass@1"]
     large = verdicts(runs["large"])
@@ -149,10 +160,10 @@ def test_the_terminal_table_stars_on_the_common_items_only(
     out = report(*paths, "--out", tmp_path / "r.html", FORCE_COLOR="1").stdout
     assert "oracle (SELF-CHECK)" in out and SELF_CHECK in out
     lines = out.splitlines()
-    items = next(line for line in lines if "items, common: 10" in line)
-    assert [cell.strip() for cell in items.split("│")[3:6]] == ["10", "10", "20"]
+    items = next(line for line in lines if "items, common: 12" in line)
+    assert [cell.strip() for cell in items.split("│")[3:6]] == ["12", "12", "24"]
     (row,) = [line.split("│")[3:6] for line in lines if "pass@1" in line]
-    assert ["\x1b[1" in cell for cell in row] == [False, True, False]  # small, on the 10
+    assert ["\x1b[1" in cell for cell in row] == [False, True, False]  # small, on the 12
 
 
 def test_labels_are_markup_safe_and_name_every_layout(
@@ -205,14 +216,14 @@ def test_the_headline_plot_shows_every_benchmark_with_counts(runs: dict[str, Pat
     ticks = [tick.get_text() for tick in figure.axes[0].get_xticklabels()]
     assert [tick.split("\n")[0] for tick in ticks] == ["core-probe", BENCH, "reval"]
     # one count per run, in run order ('-': the run lacks it); the self-check is not compared
-    assert ticks[1].endswith("n=10/20") and ticks[0].endswith("n=14/-")
-    # the bars: each run's own score (large: 50% on its 20; the oracle: 100% on its 10)
+    assert ticks[1].endswith("n=12/24") and ticks[0].endswith("n=14/-")
+    # the bars: each run's own score (large: 50% on its 24; the oracle: 100% on its 12)
     bars = [patch.get_height() for patch in figure.axes[0].patches]
     assert bars == [100.0, 100.0, 100.0, 50.0]
     order = plots.scores_figure(load_runs([runs["large"], runs["small"], runs["wide"]]), "lsw")
     assert order is not None
     (tick,) = [tick.get_text() for tick in order.axes[0].get_xticklabels()]
-    assert tick.endswith("n=20/10/20\non 10 common")  # not deduplicated, not sorted
+    assert tick.endswith("n=24/12/24\non 12 common")  # not deduplicated, not sorted
 
 
 def test_a_self_check_never_shrinks_the_common_items(runs: dict[str, Path], tmp_path: Path) -> None:
@@ -220,8 +231,8 @@ def test_a_self_check_never_shrinks_the_common_items(runs: dict[str, Path], tmp_
     out = tmp_path / "r.html"
     summary = json.loads(report(*paths, "--out", out, "--json").stdout)
     assert summary["items"][BENCH] == {
-        "items": {"oracle": 10, "large": 20, "wide": 20},
-        "common_items": 20,  # large's and wide's, not the oracle's 10
+        "items": {"oracle": 12, "large": 24, "wide": 24},
+        "common_items": 24,  # large's and wide's, not the oracle's 12
         "same_items": True,
         "comparable": True,
         "own_items": ["oracle"],
@@ -231,7 +242,7 @@ def test_a_self_check_never_shrinks_the_common_items(runs: dict[str, Path], tmp_
     page = out.read_text()
     scores = page[page.index('class="scores"') :]
     scores = scores[: scores.index("</table>")]
-    assert "on its own 10 items" in scores and "a SELF-CHECK on its own items" in scores
+    assert "on its own 12 items" in scores and "a SELF-CHECK on its own items" in scores
     crux = scores[scores.index(f">{BENCH}<") :]
     row = crux[crux.index("pass@1") : crux.index("</tr>", crux.index("pass@1"))]
     cells = row.split("<td")[1:]
@@ -286,8 +297,8 @@ def test_headless_chromium_shows_counts_common_items_and_the_self_check(
     dom, shot = dom_and_shot(out, tmp_path)
     scores = dom[dom.index('class="scores"') :]
     scores = scores[: scores.index("</table>")]
-    assert "scores over the 10 they all hold" in scores
-    assert "own: 50.00" in scores and "on 20 items" in scores
+    assert "scores over the 12 they all hold" in scores
+    assert "own: 50.00" in scores and "on 24 items" in scores
     assert scores.count(">SELF-CHECK</span>") == 1 and SELF_CHECK in dom
     crux = scores[scores.index(f">{BENCH}<") :]
     start = crux.index("pass@1")
@@ -315,18 +326,18 @@ def test_headless_chromium_shows_counts_common_items_and_the_self_check(
 
 
 def test_table3_compares_on_the_common_items_too(runs: dict[str, Path], tmp_path: Path) -> None:
-    paths = (runs["oracle-20"], runs["small"], runs["large"])
+    paths = (runs["oracle-24"], runs["small"], runs["large"])
     out = tmp_path / "r.html"
     summary = json.loads(report(*paths, "--layout", "table3", "--json", "--out", out).stdout)
     table = summary["table3"]
     assert table["columns"] == [f"{BENCH} pass@1"]
     scores = [row["scores"][f"{BENCH} pass@1"] for row in table["rows"]]
-    assert scores == [100.0, 50.0, 0.0]  # over the 10 items all three hold
+    assert scores == [100.0, 50.0, 0.0]  # over the 12 items all three hold
     assert [row["self_check"] for row in table["rows"]] == [True, False, False]
-    assert f"{BENCH} pass@1 (10): those scores are over the items they all hold" in table["note"]
+    assert f"{BENCH} pass@1 (12): those scores are over the items they all hold" in table["note"]
     section = out.read_text()
     section = section[section.index('id="table3"') : section.index('id="runs"')]
-    assert "on 10 common" in section
+    assert "on 12 common" in section
     assert [cell.startswith(' class="best"') for cell in section.split("<td")[1:]] == [
         False, False, False,  # oracle: name, score, avg (a self-check: never best)
         False, True, True,  # small: 50 over the common items, the best score and avg
@@ -351,3 +362,23 @@ def test_a_run_keeps_its_colour_and_runs_without_a_benchmark_are_left_out(
     colours = {to_hex(patch.get_facecolor()) for patch in passk.axes[0].patches}
     assert colours == {plots.color(0), oracle}
     assert len({plots.color(index) for index in range(64)}) == 64
+
+
+def test_zero_of_twenty_has_an_interval_and_two_of_twenty_is_not_best(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """The Wald error collapses at 0% (0.00 +- 0.00); the Wilson interval of 0/20 is
+    [0, 16.11]. 2/20 against 0/20 is two paired wins and no loss (p = 0.5): no best mark."""
+    out = tmp_path / "r.html"
+    paths = (runs["none"], runs["two"])
+    text = report(*paths, "--out", out, FORCE_COLOR="1").stdout
+    (row,) = [line.split("│")[3:5] for line in text.splitlines() if "pass@1" in line]
+    assert [cell.strip() for cell in row] == ["0.00 [0.00, 16.11]", "10.00 [2.79, 30.10]"]
+    assert not any("\x1b[1" in cell for cell in row) and "± 0.00" not in text
+    page = out.read_text()
+    assert 'class="best"' not in page and "0.00 [0.00, 16.11]" in page
+    table = json.loads(report(*paths, "--layout", "table3", "--json", "--out", out).stdout)
+    assert [row["interval95"][f"{BENCH} pass@1"] for row in table["table3"]["rows"]] == [
+        [0.0, pytest.approx(16.11, abs=0.005)],
+        [pytest.approx(2.79, abs=0.005), pytest.approx(30.10, abs=0.005)],
+    ]

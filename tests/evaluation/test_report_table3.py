@@ -8,6 +8,7 @@ pass@k benchmarks only (a run missing benchmarks).
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
@@ -93,8 +94,26 @@ def expected_errors(reports: dict[str, Any]) -> dict[str, float | None]:
     return found
 
 
-def cell(score: float, error: float | None) -> str:
-    return f"{score:.2f}" + ("" if error is None else f" \u00b1 {error:.2f}")
+def expected_counts(reports: dict[str, Any]) -> dict[str, int | None]:
+    """The items each Table 3 proportion is over (None: CoRE's I, not a proportion of items)."""
+    found: dict[str, int | None] = {f"{name} pass@1": reports[name]["items"] for name in PASS_AT_K}
+    found["core I"] = None
+    found |= {f"reval {kind} acc": reports["reval"]["items"][kind] for kind in REVAL_KINDS}
+    return found
+
+
+def cell(score: float, error: float | None, count: int | None) -> str:
+    """A proportion over known items with its Wilson 95% interval (computed here by its
+    formula), else the score with its standard error where one was measured."""
+    if count:
+        p, z = score / 100, 1.959963984540054
+        centre = (p + z * z / (2 * count)) / (1 + z * z / count)
+        half = (
+            z * math.sqrt(p * (1 - p) / count + z * z / (4 * count * count)) / (1 + z * z / count)
+        )
+        low, high = max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
+        return f"{score:.2f} [{100 * low:.2f}, {100 * high:.2f}]"
+    return f"{score:.2f}" + (f" \u00b1 {error:.2f}" if error else "")
 
 
 def cli(*args: str | Path) -> Result:
@@ -150,11 +169,11 @@ def test_the_terminal_table(runs: dict[str, Any], tmp_path: Path) -> None:
     assert "Table 3 layout" in text and "avg" in text and "scores per benchmark" not in text
     rows = [line.strip("│ ") for line in text.splitlines() if line.startswith("│")]
     full = next(row for row in rows if row.startswith("full"))
-    assert full.count("100.00") == len(COLUMNS) + 1  # every column and the avg
-    errors = expected_errors(runs["full"])
-    assert sum(error is not None for error in errors.values()) >= 2
-    # each score's standard error where one is stored (not avg's)
-    assert full.count("± 0.00") == sum(error is not None for error in errors.values())
+    errors, counts = expected_errors(runs["full"]), expected_counts(runs["full"])
+    shown = [cell(100.0, errors[name], counts[name]) for name in COLUMNS]
+    assert [text.strip() for text in full.split("│")[1:]] == [*shown, "100.00"]
+    # a proportion at 100% keeps a lower bound below it: no "± 0.00" anywhere
+    assert sum("[" in text for text in shown) == len(COLUMNS) - 1 and "± 0.00" not in full
     assert full.startswith("full (SELF-CHECK)")  # the oracle's run, tagged
     flagged = next(row for row in rows if row.startswith("rl-only"))
     assert flagged.count("-") >= len(COLUMNS) - 2 and "100.00*" in flagged
@@ -203,13 +222,14 @@ def test_the_html_section(runs: dict[str, Any]) -> None:
     assert header == ["run", *(column.replace(" ", "", 1) for column in COLUMNS), "avg"]
     # the oracle's runs: labelled as self-checks, and never "best"
     assert [row[0] for row in rows] == ["raw model", "full SELF-CHECK", "rl-only SELF-CHECK"]
-    assert "best" not in page[page.index('id="table3"') : page.index('id="runs"')]
-    full = expected_errors(runs["full"])
-    assert rows[1][1:] == [cell(100.0, full[name]) for name in COLUMNS] + ["100.00"]
+    assert 'class="best"' not in page[page.index('id="table3"') : page.index('id="runs"')]
+    full, counts = expected_errors(runs["full"]), expected_counts(runs["full"])
+    assert rows[1][1:] == [cell(100.0, full[name], counts[name]) for name in COLUMNS] + ["100.00"]
     assert rows[2][4:-1] == ["-"] * 4 and rows[2][-1] == "100.00*"
     errors, scores = expected_errors(runs["raw"]), expected_scores(runs["raw"])
-    assert rows[0][1:-1] == [cell(scores[name], errors[name]) for name in COLUMNS]
-    assert any("\u00b1" in text for text in rows[0])
+    counts = expected_counts(runs["raw"])
+    assert rows[0][1:-1] == [cell(scores[name], errors[name], counts[name]) for name in COLUMNS]
+    assert all("[" in text for text in rows[0][2:-1])
     assert "table3" in parsed.links and set(parsed.links) <= set(parsed.ids)
     assert page.index('id="table3"') < page.index('id="runs"')
     assert "unweighted mean" in page and "<script" not in page

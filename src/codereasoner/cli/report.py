@@ -197,7 +197,8 @@ def _print_table3(table: Table3) -> None:
     from codereasoner.evaluation.report.table3 import average_text, cell_text
 
     shown = Table(
-        title="Table 3 layout: headline score per benchmark (percent \u00b1 standard error)",
+        title="Table 3 layout: headline score per benchmark (percent [Wilson 95% interval]; the "
+        "best of a column in bold only where a paired test separates it)",
         title_justify="left",
     )
     shown.add_column("run")
@@ -237,7 +238,8 @@ def _print_tables(runs: list[Run], labels: list[str]) -> None:
     from codereasoner.evaluation.report.data import benchmark_names, metric_names
 
     table = Table(
-        title="scores per benchmark \u00b1 standard error (best of each row in bold; where runs "
+        title="scores per benchmark [Wilson 95% interval] (best of each row in bold only where a "
+        "paired sign test over common items separates it, p < 0.05; where runs "
         "hold different items, over the items they all hold)",
         title_justify="left",
     )

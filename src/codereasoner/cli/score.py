@@ -41,7 +41,7 @@ from codereasoner.evaluation.prompt_check import (
     PromptMismatch,
     check_prompt_hashes,
 )
-from codereasoner.evaluation.reports import PassReport
+from codereasoner.evaluation.reports import PERCENT, Metric, PassReport
 from codereasoner.evaluation.scoring import sample_results, write_results
 from codereasoner.execution import Executor, Limits
 from codereasoner.execution.sandbox import ISOLATION_MODES
@@ -321,9 +321,9 @@ def _print(report: dict[str, Any]) -> None:
     if "strict" in report:
         table.add_column("strict", justify="right")
     for key in ks:
-        row = [key, _with_stderr(report, key)]
+        row = [key, _with_interval(report, key, report["items"])]
         if "strict" in report:
-            row.append(_with_stderr(report["strict"], key))
+            row.append(_with_interval(report["strict"], key, report["items"]))
         table.add_row(*row)
     console.print(table)
     breakdown = report["breakdown"]
@@ -338,13 +338,17 @@ def _print(report: dict[str, Any]) -> None:
     print_plain(f"verdicts: {reasons}")
     if "strict" in report:
         _print_strict(report["strict"])
-    console.print(f"[dim]pass@k in percent; graded in {report['wall_s']:.1f} s[/]")
+    console.print(
+        f"[dim]pass@k in percent [Wilson 95% interval over items]; graded in "
+        f"{report['wall_s']:.1f} s[/]"
+    )
 
 
-def _with_stderr(part: dict[str, Any], key: str) -> str:
-    """``pass@k`` to four places, with its standard error when the report carries one."""
+def _with_interval(part: dict[str, Any], key: str, items: int) -> str:
+    """``pass@k`` with its Wilson 95% interval over the items (the report's JSON keeps the
+    standard error too, as lm-evaluation-harness reports it)."""
     error = (part.get("stderr") or {}).get(key)
-    return f"{part[key]:.4f}" + ("" if error is None else f" \u00b1 {error:.4f}")
+    return Metric(key, part[key], PERCENT, error, items or None).text()
 
 
 def _print_strict(strict: dict[str, Any]) -> None:

@@ -123,6 +123,22 @@ def stderr_table(
     return {f"pass@{k}": pass_at_k_stderr(counts.values(), k, small_n=small_n) for k in ks}
 
 
+Z_95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
+
+
+def wilson_interval(proportion: float, count: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion over ``count`` items (for pass@k with several
+    samples, of the mean per-item value): unlike the Wald interval (value +- z se) it never
+    collapses to a point at 0 or 1, and never leaves [0, 1]."""
+    if count < 1:
+        return 0.0, 1.0
+    p = min(max(proportion, 0.0), 1.0)
+    spread = z * z / count
+    centre = (p + spread / 2) / (1 + spread)
+    half = z * math.sqrt(p * (1 - p) / count + spread / (4 * count)) / (1 + spread)
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))  # p inside, exactly
+
+
 def jackknife_stderr(estimates: Sequence[float]) -> float | None:
     """The delete-one-group jackknife standard error from the estimates with each group left
     out in turn (for metrics that are not a mean over independent items); None for fewer

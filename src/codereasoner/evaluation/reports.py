@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from codereasoner.benchmarks import Metrics
-from codereasoner.evaluation.metrics import stderr_table
+from codereasoner.evaluation.metrics import stderr_table, wilson_interval
 from codereasoner.evaluation.scoring import Scored, sandbox_errors, strict_report
 
 __all__ = [
@@ -38,19 +38,37 @@ FRACTION = "fraction"
 
 @dataclass(frozen=True)
 class Metric:
-    """One headline number; higher is better for every metric a report shows."""
+    """One headline number; higher is better for every metric a report shows. ``count``: the
+    items a proportion is the mean of, which gives it a Wilson 95% interval (shown instead of
+    the standard error, which collapses to 0 at 0% and 100%)."""
 
     name: str
     value: float | None
     unit: str = PERCENT
     stderr: float | None = None  # the value's standard error, in the same unit
+    count: int | None = None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The Wilson 95% interval in the value's unit, for a proportion over ``count`` items."""
+        if self.value is None or not self.count:
+            return None
+        scale = 100.0 if self.unit == PERCENT else 1.0
+        low, high = wilson_interval(self.value / scale, self.count)
+        return scale * low, scale * high
 
     def text(self) -> str:
-        """The value, with ``± se`` when its standard error is known."""
+        """The value with its 95% interval ``[low, high]`` where it is a proportion over known
+        items, else with ``± se`` where a spread was measured."""
         if self.value is None:
             return "-"
         shown = self.number(self.value)
-        return shown if self.stderr is None else f"{shown} \u00b1 {self.number(self.stderr)}"
+        interval = self.interval
+        if interval is not None:
+            return f"{shown} [{self.number(interval[0])}, {self.number(interval[1])}]"
+        if not self.stderr:  # unknown, or 0: no spread measured is no certainty either
+            return shown
+        return f"{shown} \u00b1 {self.number(self.stderr)}"
 
     def number(self, value: float) -> str:
         return f"{value:.2f}" if self.unit == PERCENT else f"{value:.4f}"
@@ -172,15 +190,20 @@ class PassReport:
 
     def metrics(self) -> tuple[Metric, ...]:
         ks = pass_keys(self.pass_at)
+        items = self.items or None
         found = [
-            Metric(key, number(self.pass_at[key]), PERCENT, number(self.stderr.get(key)))
+            Metric(key, number(self.pass_at[key]), PERCENT, number(self.stderr.get(key)), items)
             for key in ks
         ]
         if isinstance(self.strict, dict):
             errors = self.strict.get("stderr") or {}
             found += [
                 Metric(
-                    f"strict {key}", number(self.strict.get(key)), PERCENT, number(errors.get(key))
+                    f"strict {key}",
+                    number(self.strict.get(key)),
+                    PERCENT,
+                    number(errors.get(key)),
+                    items,
                 )
                 for key in ks
             ]

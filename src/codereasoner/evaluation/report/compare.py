@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 
 from codereasoner import benchmarks
 from codereasoner.evaluation.families import FAMILIES, RunReport
-from codereasoner.evaluation.report.data import BenchmarkResult, Metric, Run, best_values
+from codereasoner.evaluation.report.data import BenchmarkResult, Metric, Run
+from codereasoner.evaluation.report.paired import ItemScores, item_scores, paired_best
 from codereasoner.tasks import Extraction, Grading
 
 __all__ = ["Comparison", "compare"]
@@ -40,6 +41,7 @@ class Comparison:
     self_checks: frozenset[int]  # runs of the oracle: never compared for "best"
     apart: frozenset[int] = frozenset()  # self-checks left out of the common items
     own: frozenset[int] = frozenset()  # those of them holding other items than the common ones
+    scores: tuple[ItemScores | None, ...] = ()  # each run's per-item share correct, if stored
 
     @property
     def all_same(self) -> bool:
@@ -72,12 +74,13 @@ class Comparison:
         return result.metric(name) if result else None
 
     def best(self, values: Sequence[float | None]) -> set[int]:
-        """The runs holding the best value, the self-checks left out; none when not
-        comparable."""
+        """The run holding the best value, the self-checks left out, where a paired test over
+        the common items separates it from every other run (:func:`paired_best`); none when
+        not comparable."""
         if not self.comparable:
             return set()
         kept = [None if r in self.self_checks else value for r, value in enumerate(values)]
-        return best_values(kept)
+        return paired_best(kept, self.scores)
 
     def to_dict(self, labels: Sequence[str]) -> dict[str, Any]:
         return {
@@ -124,6 +127,7 @@ def compare(runs: Sequence[Run], benchmark: str) -> Comparison:
         frozenset(r for r, run in enumerate(runs) if run.self_check),
         apart,
         frozenset(r for r in apart if not _holds(results[r], common, shared, same)),
+        tuple(None if result is None else item_scores(result.verdicts) for result in results),
     )
 
 

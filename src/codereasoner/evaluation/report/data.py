@@ -448,12 +448,3 @@ def metric_names(runs: Sequence[Run], benchmark: str) -> list[str]:
             if metric.name not in names:
                 names.append(metric.name)
     return names
-
-
-def best_values(values: Sequence[float | None]) -> set[int]:
-    """Indices of the best (highest) values, when at least two runs have values that differ."""
-    present = [value for value in values if value is not None]
-    if len(present) < 2 or len(set(present)) == 1:
-        return set()
-    top = max(present)
-    return {index for index, value in enumerate(values) if value is not None and value == top}

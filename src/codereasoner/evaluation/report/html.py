@@ -30,6 +30,7 @@ from codereasoner.evaluation.report.data import (
     metric_names,
     run_labels,
 )
+from codereasoner.evaluation.report.paired import PAIRED_TEST
 from codereasoner.evaluation.report.table3 import Table3, average_text, cell_text
 from codereasoner.evaluation.runner import SELF_CHECK
 from codereasoner.files import write_atomic
@@ -86,9 +87,11 @@ def render(
         f"<style>{CSS}</style></head><body>",
         "<h1>codereasoner report</h1>",
         f'<p class="muted">{len(runs)} run(s), {len(names)} benchmark(s). Every score links '
-        "to example failures of that run and benchmark; \u00b1 is its standard error. Higher "
+        "to example failures of that run and benchmark; [low, high] is a proportion's Wilson 95% "
+        "interval over its items, \u00b1 a standard error where a score is not one. Higher "
         "is better for every score shown (a CoRE Cons is agreement, not skill: see its "
-        "table); the best value of a row is marked \u2605, among runs on the "
+        "table); the best value of a row is marked \u2605 only where an "
+        f"{PAIRED_TEST} separates it from every other run on the "
         "same items (where runs hold different items, scores are compared over the items "
         "they all hold) and never a SELF-CHECK run (the oracle: not a model score).</p>",
         _nav(names, table is not None),
@@ -188,7 +191,8 @@ def _table3_section(table: Table3) -> str:
     return (
         '<section id="table3"><h2>Table 3</h2>'
         '<p class="muted">One row per run, each benchmark\'s headline score (percent) per '
-        "column, as in CodeReasoner's Table 3; \u00b1 is its standard error.</p>"
+        "column, as in CodeReasoner's Table 3; [low, high] is a Wilson 95% interval, \u00b1 a "
+        "standard error.</p>"
         + _table(
             f'<table class="table3"><tr><th class="name">run</th>{head}<th>avg</th></tr>'
             f"{''.join(rows)}</table>"

@@ -145,6 +145,17 @@ def percent(metric: Metric | None) -> tuple[float | None, float | None]:
 Series = Sequence[tuple[str, Sequence[Metric | None]]]
 
 
+def _error_bar(metric: Metric, scale: float) -> tuple[float, float]:
+    """How far the bar's error line reaches below and above the value: its Wilson 95%
+    interval for a proportion over known items, else one standard error each way."""
+    value = metric.value or 0.0
+    interval = metric.interval
+    if interval is not None:
+        return max(0.0, value - interval[0]) * scale, max(0.0, interval[1] - value) * scale
+    error = (metric.stderr or 0.0) * scale
+    return error, error
+
+
 def _grouped_bars(
     axes: Axes,
     groups: Sequence[str],
@@ -153,7 +164,7 @@ def _grouped_bars(
     scale: float = 1.0,
     runs: Sequence[int] | None = None,
 ) -> None:
-    """Bars per group, one colour per series, a standard error bar on each; missing values
+    """Bars per group, one colour per series, an error bar on each (:func:`_error_bar`); missing values
     leave a gap. Values are ``metric.value * scale``. ``runs``: each series' run index (its
     colour and mark ids; default: the series' own position)."""
     width = 0.8 / max(len(series), 1)
@@ -161,7 +172,7 @@ def _grouped_bars(
         index = runs[position] if runs is not None else position
         positions = [g + (position - (len(series) - 1) / 2) * width for g in range(len(groups))]
         shown = [
-            (p, m.value * scale, (m.stderr or 0.0) * scale)
+            (p, m.value * scale, _error_bar(m, scale))
             for p, m in zip(positions, metrics, strict=True)
             if m is not None and m.value is not None
         ]
@@ -169,7 +180,7 @@ def _grouped_bars(
             [p for p, _, _ in shown],
             [v for _, v, _ in shown],
             width,
-            yerr=[e for _, _, e in shown],
+            yerr=[[e[0] for _, _, e in shown], [e[1] for _, _, e in shown]],
             error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "#333333"},
             label=safe_label(label),
             color=color(index),
@@ -227,7 +238,9 @@ def _counts(comparison: Comparison) -> str:
 
 def _as_percent(metric: Metric | None) -> Metric | None:
     value, error = percent(metric)
-    return None if metric is None or value is None else Metric(metric.name, value, "%", error)
+    if metric is None or value is None:
+        return None
+    return Metric(metric.name, value, "%", error, metric.count)
 
 
 def passk_plot(runs: Sequence[Run], labels: Sequence[str], benchmark: str) -> str | None:

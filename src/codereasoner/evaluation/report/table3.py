@@ -9,8 +9,8 @@ missing some (its benchmark not run, or no value) is averaged over the others an
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
@@ -26,9 +26,9 @@ from codereasoner.evaluation.report.data import (
     ReportDataError,
     Run,
     benchmark_names,
-    best_values,
     run_labels,
 )
+from codereasoner.evaluation.report.paired import PAIRED_TEST, ItemScores, merged, paired_best
 
 __all__ = [
     "LAYOUTS",
@@ -81,6 +81,8 @@ class Row:
     scores: tuple[float | None, ...]
     self_check: bool = False  # the oracle's run: shown, never the best
     errors: tuple[float | None, ...] = ()  # each score's standard error (percent), or None
+    intervals: tuple[tuple[float, float] | None, ...] = ()  # each proportion's Wilson 95% (percent)
+    items: Mapping[str, ItemScores | None] = field(default_factory=dict)  # per benchmark
 
     @property
     def average(self) -> float | None:
@@ -97,6 +99,12 @@ class Row:
             return None
         return self.errors[column]
 
+    def interval(self, column: int) -> tuple[float, float] | None:
+        """The 95% interval of the column's score (None: not a proportion over known items)."""
+        if column >= len(self.intervals) or self.scores[column] is None:
+            return None
+        return self.intervals[column]
+
 
 @dataclass(frozen=True)
 class Table3:
@@ -104,9 +112,9 @@ class Table3:
     rows: tuple[Row, ...]
 
     def best(self) -> tuple[list[set[int]], set[int]]:
-        """The rows holding each column's best score (:func:`best_values`), and those holding
-        the best avg among the runs that have every column (a run lacking a hard benchmark
-        would otherwise win the average by its absence)."""
+        """The row holding each column's best score, and the one holding the best avg among
+        the runs that have every column (a run lacking a hard benchmark would otherwise win the
+        average by its absence); each only where a paired test separates it (:mod:`paired`)."""
         rows = self.rows
         by_column = [
             [None if row.self_check or not column.comparable else row.scores[index] for row in rows]
@@ -117,7 +125,15 @@ class Table3:
             row.average if row.complete and not row.self_check and comparable else None
             for row in rows
         ]
-        return [best_values(scores) for scores in by_column], best_values(averages)
+        by_benchmark = [
+            [row.items.get(column.benchmark) for row in rows] for column in self.columns
+        ]
+        every = [merged(row.items) if row.items else None for row in rows]
+        columns = [
+            paired_best(values, scores)
+            for values, scores in zip(by_column, by_benchmark, strict=True)
+        ]
+        return columns, paired_best(averages, every)
 
     def missing(self, row: Row) -> list[str]:
         """The columns the row has no score for."""
@@ -128,7 +144,9 @@ class Table3:
         scaled = ", ".join(column.name for column in self.columns if column.scaled)
         text = (
             f"avg: the unweighted mean of the headline scores in percent ({names}); "
-            "\u00b1: a score's standard error (none for avg)."
+            "[low, high]: a proportion's Wilson 95% interval over its items (\u00b1: a standard "
+            "error, where a score is not one); the best of a column is marked only where an "
+            f"{PAIRED_TEST} separates it from every other run."
         )
         if scaled:
             text += f" Stored as fractions, shown x100: {scaled}."
@@ -159,6 +177,10 @@ class Table3:
                     "path": row.path,
                     "scores": {c.name: s for c, s in zip(self.columns, row.scores, strict=True)},
                     "stderr": {c.name: row.error(i) for i, c in enumerate(self.columns)},
+                    "interval95": {
+                        c.name: list(found) if (found := row.interval(i)) else None
+                        for i, c in enumerate(self.columns)
+                    },
                     "avg": row.average,
                     "missing": self.missing(row),
                     "self_check": row.self_check,
@@ -174,9 +196,14 @@ def score_text(value: float | None) -> str:
 
 
 def cell_text(row: Row, column: int) -> str:
-    """The row's score in the column, with ``\u00b1 se`` when its standard error is known."""
-    value, error = row.scores[column], row.error(column)
-    return score_text(value) + ("" if value is None or error is None else f" \u00b1 {error:.2f}")
+    """The row's score in the column, with its 95% interval ``[low, high]`` where it is a
+    proportion over known items, else ``\u00b1 se`` where a spread was measured."""
+    value, interval, error = row.scores[column], row.interval(column), row.error(column)
+    if value is None:
+        return score_text(value)
+    if interval is not None:
+        return f"{value:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]"
+    return score_text(value) + (f" \u00b1 {error:.2f}" if error else "")
 
 
 def average_text(row: Row) -> str:
@@ -209,6 +236,14 @@ def _percent(metric: Metric | None) -> float | None:
     if metric is None or metric.value is None:
         return None
     return 100 * metric.value if metric.unit == FRACTION else metric.value
+
+
+def _percent_interval(metric: Metric | None) -> tuple[float, float] | None:
+    found = None if metric is None else metric.interval
+    if metric is None or found is None:
+        return None
+    scale = 100.0 if metric.unit == FRACTION else 1.0
+    return scale * found[0], scale * found[1]
 
 
 def _percent_error(metric: Metric | None) -> float | None:
@@ -250,8 +285,10 @@ def table3(runs: Sequence[Run], labels: Sequence[str]) -> Table3:
             tuple(_percent(got.get((c.benchmark, c.metric))) for c in columns),
             run.self_check,
             tuple(_percent_error(got.get((c.benchmark, c.metric))) for c in columns),
+            tuple(_percent_interval(got.get((c.benchmark, c.metric))) for c in columns),
+            {name: comparisons[name].scores[r] for name in comparisons if name in run.benchmarks},
         )
-        for label, run, got in zip(labels, runs, cells, strict=True)
+        for r, (label, run, got) in enumerate(zip(labels, runs, cells, strict=True))
     )
     return Table3(tuple(columns), rows)
 

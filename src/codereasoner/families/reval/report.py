@@ -122,9 +122,15 @@ class RevalReport:
                 reval_value(self.values, key, inner),
                 unit,
                 reval_value(self.stderr, key, inner),
+                self._count(key, inner, unit),
             )
             for label, key, inner, unit in REVAL_METRICS
         )
+
+    def _count(self, key: str, inner: str | None, unit: str) -> int | None:
+        """The questions an accuracy is the proportion of (None for F1, the average and IC)."""
+        count = self.items.get(key) if key in KINDS and inner in (None, "acc") else None
+        return count if unit == FRACTION and isinstance(count, int) and count > 0 else None
 
     def breakdowns(self) -> tuple[Breakdown, ...]:
         shown = [
