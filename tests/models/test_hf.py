@@ -124,12 +124,15 @@ def test_chat_uses_the_template(model: HFBackend) -> None:
 
 
 def test_missing_model_is_one_clear_error(tmp_path: Path) -> None:
-    model = load_backend(f"hf:{tmp_path / 'nowhere'}")
-    with pytest.raises(BackendError, match=r"^hf:.*nowhere: cannot load the model") as caught:
-        model.preflight()
-    assert "\n" not in str(caught.value)
+    with pytest.raises(BackendError, match=r"^hf:.*nowhere: no such model folder") as caught:
+        load_backend(f"hf:{tmp_path / 'nowhere'}")  # said before torch loads anything
+    assert "\n" not in str(caught.value) and "train tiny-model" in str(caught.value)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BackendError, match=r"empty: a folder without config.json"):
+        load_backend(f"hf:{tmp_path / 'empty'}")
+    (tmp_path / "empty" / "config.json").write_text("{}")
     with pytest.raises(BackendError, match="dtype"):
-        HFBackend(str(tmp_path), dtype="float12").preflight()
+        HFBackend(str(tmp_path / "empty"), dtype="float12").preflight()
 
 
 def test_missing_torch_names_the_install_command(tmp_path: Path) -> None:

@@ -155,7 +155,7 @@ def test_heavy_libraries_wait_for_their_backend() -> None:
         "import sys\n"
         "from codereasoner.models import BACKENDS, load_backend\n"
         "assert 'aiohttp' not in sys.modules\n"
-        "for spec in ('hf:some/model', 'vllm:some/model'):\n"
+        "for spec in ('hf:smollm2-135m', 'vllm:some/model'):\n"
         "    load_backend(spec)\n"
         "print(sorted(m for m in ('torch', 'transformers', 'vllm') if m in sys.modules))\n"
     )

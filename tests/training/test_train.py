@@ -130,7 +130,7 @@ def test_the_command_refuses_bad_recipes_and_data_in_one_line(
     runs = {
         "unknown setting 'max_lenght'": ["max_lenght=9"],
         f"{bad}:2: not a JSON object": [f"dataset={bad}"],
-        "cannot build the trainer": ["model_name_or_path=" + str(tmp_path / "no-model")],
+        "no-model: no such model folder": ["model_name_or_path=" + str(tmp_path / "no-model")],
     }
     for message, extra in runs.items():
         done = invoke(

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from codereasoner.cli.common import check_folder, console, fail, flag_message, safe_cell, safe_text
+from codereasoner.extras import missing
 
 INSTALL_TRAIN = "pip install 'codereasoner[train]'"
 OVERRIDES_HELP = (
@@ -35,6 +36,9 @@ app = typer.Typer(
 
 def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    absent = missing("trl", "transformers", "torch", "yaml")
+    if absent is not None:  # said first: nothing else can be checked without them
+        fail(f"train needs the train extra ({absent}): {INSTALL_TRAIN}")
     try:
         from codereasoner.training.recipe import RecipeError, load_recipe
         from codereasoner.training.trainers import is_main_process, read_data, train

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codereasoner.extras import missing
 from codereasoner.models.base import (
     BackendError,
     Completion,
@@ -44,6 +45,7 @@ from codereasoner.models.base import (
     folder_fingerprint,
 )
 from codereasoner.models.hf_decode import DecodeRow, PrefixCache, decode
+from codereasoner.models.model_names import check_model_name
 from codereasoner.models.packaged import local_model, packaged_names
 
 INSTALL = "pip install 'codereasoner[train]'"
@@ -103,6 +105,15 @@ class HFBackend:
             raise BackendError(f"batch_size {batch_size}: expected a positive number")
         if threads < 0:
             raise BackendError(f"threads {threads}: expected 0 (torch's default) or more")
+        absent = missing("torch", "transformers")
+        if absent is not None:
+            raise BackendError(
+                f"hf backends need torch and transformers ({absent} is missing): {INSTALL}"
+            )
+        try:  # before torch is imported: a typo costs milliseconds, not a hub retry loop
+            check_model_name(path)
+        except BackendError as exc:
+            raise BackendError(f"hf:{path}: {exc}") from None
         self.threads = threads
         self.path = path
         self.batch_size = batch_size

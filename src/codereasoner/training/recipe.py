@@ -214,6 +214,9 @@ def load_recipe(
     if declared is not None and declared != stage.value:
         raise RecipeError(f"{where}: a recipe for `train {declared}`, not `train {stage.value}`")
     extra = parse_overrides(overrides)
+    check_inputs(
+        stage, {**settings, **extra}, lambda key: f"override {key}=" if key in extra else where
+    )
     types = _dataclass_types(stage)
     _check_keys(settings, types, where)
     for key in extra:
@@ -264,6 +267,30 @@ def load_recipe(
     if env:
         merged[ENV_KEY] = env
     return Recipe(stage, where, train, config, model, merged, hardware_checked=hardware)
+
+
+def check_inputs(stage: Stage, settings: Mapping[str, Any], source: Callable[[str], str]) -> None:
+    """The model and the data files a recipe names exist, checked before TRL or torch is
+    imported (seconds), so a missing one is said at once with the command that makes it."""
+    from codereasoner.models.base import BackendError
+    from codereasoner.models.model_names import check_model_name
+
+    model = settings.get("model_name_or_path")
+    if isinstance(model, str) and model:
+        try:
+            check_model_name(model)
+        except BackendError as exc:
+            raise RecipeError(
+                f"{source('model_name_or_path')}: model_name_or_path {model}: {exc}"
+            ) from None
+    for key in ("dataset", "eval_dataset"):
+        path = settings.get(key)
+        if isinstance(path, str) and path and not Path(path).is_file():
+            what = "is a folder" if Path(path).is_dir() else "no such file"
+            raise RecipeError(
+                f"{source(key)}: {key} {path}: {what}; expected the JSONL that `codereasoner "
+                f"export --from DISTILLED --format trl-{stage.value} --out {path}` writes"
+            )
 
 
 def _check_evaluation(
