@@ -79,3 +79,17 @@ def test_a_local_folder_of_no_model_is_refused_before_loading(tmp_path: Path) ->
     (tmp_path / "notes").mkdir()
     line, cpu = timed(*eval_args(f"hf:{tmp_path / 'notes'}", tmp_path / "run"))
     assert "a folder without config.json" in line and cpu < CPU_BOUND_S
+
+
+def test_a_data_dir_one_level_too_high_names_every_file_and_where_they_are(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(FIXTURES / "reval", root / "data" / "reval")
+    line, _ = timed(
+        "eval", "--model", "oracle", "--bench", "reval", "--data-dir", root, "--limit", "1",
+        "--out", tmp_path / "run",
+    )  # fmt: skip
+    assert "no DREval_data.jsonl, DREval_tasks.jsonl" in line
+    assert f"did you mean --data-dir {root / 'data'}?" in line
+    assert not (tmp_path / "run").exists()

@@ -60,3 +60,17 @@ def test_the_readme_cpu_training_path_runs_as_written(tmp_path: Path) -> None:
     assert len(steps) == 6
     assert any(entry["reward_std"] > 0 for entry in steps), steps
     assert any(entry["loss"] != 0 and entry["grad_norm"] > 0 for entry in steps), steps
+
+
+def test_the_readme_evaluates_with_the_token_limit_it_trained() -> None:
+    """The smoke evaluation gives the models the completion length GRPO trained them for: a
+    shorter limit cuts every answer (raw and trained alike) and measures nothing."""
+    import re
+
+    script = readme_block(MARK)
+    limits = {int(found) for found in re.findall(r"--max-tokens (\d+)", script)}
+    recipe = (ROOT / "recipes" / "cpu-tiny-grpo.yaml").read_text(encoding="utf-8")
+    trained = re.search(r"^max_completion_length:\s*(\d+)", recipe, re.MULTILINE)
+    assert trained is not None and limits == {int(trained.group(1))}
+    evals = [line for line in script.replace("\\\n", " ").splitlines() if " eval " in line]
+    assert evals and all("--chat" in line and "--style reasoning" in line for line in evals)

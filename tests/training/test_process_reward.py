@@ -353,3 +353,20 @@ def test_a_statement_right_before_a_tag_is_read() -> None:
 )
 def test_sentence_ends_and_asides_end_a_statement(text: str, expected: list[Statement]) -> None:
     assert stated_values(text, ["out", "step"]) == expected
+
+
+def test_trl_logs_each_reward_under_the_recipes_name(tmp_path: Path) -> None:
+    """TRL logs ``rewards/<name>``, its name unwrapping a partial to the wrapped function's:
+    each term keeps the name the recipe gave it, not ``length_penalty`` or ``format_reward``."""
+    from trl.trainer.utils import get_callable_name
+
+    names = ["code_reasoning", "format", "length", "process"]
+    overrides = [f"rewards=[{', '.join(names)}]", f"output_dir={tmp_path / 'grpo'}"]
+    recipe = load_recipe("grpo", RECIPES / "cpu-tiny-grpo.yaml", overrides)
+    functions = build_rewards(names, RewardContext(recipe.train, recipe.config), "recipe")
+    assert [get_callable_name(function) for function in functions] == names
+    length = REWARDS["length"](RewardContext(recipe.train, recipe.config))
+    assert get_callable_name(length) == "length"
+    limit = recipe.config.max_completion_length
+    values = length(completion_ids=[[1] * 4, [1] * limit], completions=["a", "b"])
+    assert values == [0.0, -1.0]  # the penalty still works through the wrapper

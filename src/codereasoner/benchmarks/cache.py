@@ -186,14 +186,10 @@ def locate(
     """Paths of the dataset's files: from ``data_dir`` as given, else the verified cache.
     ``benchmark``: the one being loaded, named in the hints (default: one reading the file)."""
     if data_dir is not None:
-        paths = {}
-        for source in sources:
-            path = paths[source.filename] = Path(data_dir) / source.filename
-            if not path.is_file():
-                expected = f"the {dataset} data directory must hold {source.filename}"
-                if source.kind == LOCAL:
-                    expected = f"--data-dir must be {source.url}"
-                raise DataUnavailable(f"{path}: not found ({expected})")
+        paths = {source.filename: Path(data_dir) / source.filename for source in sources}
+        missing = [source for source in sources if not paths[source.filename].is_file()]
+        if missing:
+            raise DataUnavailable(_not_here(dataset, Path(data_dir), missing))
         return paths
     paths = {}
     for entry in status(dataset, sources, cache):
@@ -209,6 +205,40 @@ def locate(
             fetch(dataset, entry.source, cache, benchmark=benchmark)
         paths[entry.source.filename] = entry.path
     return paths
+
+
+MAX_SEARCHED_FOLDERS = 200  # a --data-dir too high is searched this far for the data
+
+
+def _not_here(dataset: str, data_dir: Path, missing: Sequence[Source]) -> str:
+    """Every file ``data_dir`` lacks, and where below it the data is, when a folder or two
+    down holds it (a --data-dir one level too high)."""
+    names = ", ".join(source.filename for source in missing)
+    first = missing[0]
+    if first.kind == LOCAL:
+        return f"{data_dir / first.filename}: not found (--data-dir must be {first.url})"
+    said = f"{data_dir}: no {names} (the {dataset} data directory must hold them, or be the data root holding {dataset}/)"
+    below = _data_below(data_dir, dataset, [source.filename for source in missing])
+    if below is not None:
+        said += f"; they are in {below}: did you mean --data-dir {below.parent}?"
+    return said
+
+
+def _data_below(data_dir: Path, dataset: str, filenames: Sequence[str]) -> Path | None:
+    """The folder ``dataset/`` one or two levels below ``data_dir`` holding every file."""
+    searched = 0
+    try:
+        children = sorted(path for path in data_dir.iterdir() if path.is_dir())
+    except OSError:
+        return None
+    for child in children:
+        for folder in (child / dataset, child):
+            searched += 1
+            if searched > MAX_SEARCHED_FOLDERS:
+                return None
+            if folder.name == dataset and all((folder / name).is_file() for name in filenames):
+                return folder
+    return None
 
 
 def fetch(

@@ -47,7 +47,7 @@ def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -
     from codereasoner.synth.writer import FolderBusy
 
     try:
-        recipe = load_recipe(stage, config, overrides or [], hardware=not dry_run)
+        recipe = load_recipe(stage, config, overrides or [], hardware=not dry_run, inputs=True)
         if dry_run:
             read_data(recipe)  # the rows as training reads them: one error line when bad
             _print_settings(recipe)
@@ -82,8 +82,18 @@ def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -
         return
     typer.echo(
         f"{stage}: {result.steps} steps in {result.seconds:.0f} s; model in {out} "
-        f"(evaluate: codereasoner eval --model hf:{out} --extraction answer-tag ...)"
+        f"(evaluate: {_eval_hint(out, recipe)})"
     )
+
+
+def _eval_hint(out: str, recipe: Any) -> str:
+    """The eval command that asks the trained model as it was trained: chat prompts (the
+    rows are chat messages), its answer tags, and GRPO's completion length."""
+    hint = f"codereasoner eval --model hf:{out} --chat --extraction answer-tag"
+    length = getattr(recipe.config, "max_completion_length", None)
+    if isinstance(length, int) and length > 0:
+        hint += f" --max-tokens {length}"
+    return hint + " --bench ..."
 
 
 def _print_settings(recipe: Any) -> None:

@@ -18,7 +18,6 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 from codereasoner.execution import Limits
@@ -83,19 +82,28 @@ def _workers_per_process() -> int:
     return max(1, (os.cpu_count() or 1) // max(processes, 1))
 
 
+class NamedReward:
+    """A reward function with fixed keyword arguments, under the recipe's name for it: TRL logs
+    ``rewards/<__name__>`` and unwraps a ``functools.partial`` to the wrapped function's name
+    (``length_penalty``), which the recipe never wrote. Picklable, as TRL's workers need."""
+
+    def __init__(self, name: str, function: Callable[..., list[float]], **fixed: Any) -> None:
+        self.__name__ = name
+        self.function = function
+        self.fixed = fixed
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[float]:
+        return self.function(*args, **{**kwargs, **self.fixed})
+
+
 def _format(context: RewardContext) -> Callable[..., list[float]]:
-    reward = partial(format_reward, weight=context.train.format_weight)
-    reward.__name__ = "format"  # type: ignore[attr-defined]  # TRL logs rewards/<__name__>
-    return reward
+    return NamedReward("format", format_reward, weight=context.train.format_weight)
 
 
 def _length(context: RewardContext) -> Callable[..., list[float]]:
     limit = context.config.max_completion_length
-    reward = partial(
-        length_penalty, max_length=limit, buffer=min(context.train.length_buffer, limit)
-    )
-    reward.__name__ = "length"  # type: ignore[attr-defined]
-    return reward
+    buffer = min(context.train.length_buffer, limit)
+    return NamedReward("length", length_penalty, max_length=limit, buffer=buffer)
 
 
 def _process(context: RewardContext) -> ProcessReward:

@@ -197,14 +197,20 @@ def _check_env(env: object, where: str) -> dict[str, str]:
 
 
 def load_recipe(
-    stage: Stage | str, path: Path, overrides: Sequence[str] = (), *, hardware: bool = True
+    stage: Stage | str,
+    path: Path,
+    overrides: Sequence[str] = (),
+    *,
+    hardware: bool = True,
+    inputs: bool = False,
 ) -> Recipe:
     """Parse ``path`` (and ``key=value`` overrides) for ``stage``; RecipeError when unusable.
 
     The recipe's ``env`` mapping is applied to ``os.environ`` (as TRL's parser does).
     ``hardware=False`` checks everything but what needs the devices the recipe trains on
     (a GPU recipe's bf16 on a CPU machine): :data:`WITHOUT_HARDWARE` stands in for those
-    settings, and the recipe says so (``hardware_checked``).
+    settings, and the recipe says so (``hardware_checked``). ``inputs=True`` also checks, before
+    TRL is imported, that the model and data files it names exist (:func:`check_inputs`).
     """
     stage = Stage(stage)
     # The file and the overrides first: their mistakes are said before TRL is imported (seconds).
@@ -214,9 +220,10 @@ def load_recipe(
     if declared is not None and declared != stage.value:
         raise RecipeError(f"{where}: a recipe for `train {declared}`, not `train {stage.value}`")
     extra = parse_overrides(overrides)
-    check_inputs(
-        stage, {**settings, **extra}, lambda key: f"override {key}=" if key in extra else where
-    )
+    if inputs:
+        check_inputs(
+            stage, {**settings, **extra}, lambda key: f"override {key}=" if key in extra else where
+        )
     types = _dataclass_types(stage)
     _check_keys(settings, types, where)
     for key in extra:

@@ -572,7 +572,7 @@ def length_penalty(
     **kwargs: Any,
 ) -> list[float]:
     """DAPO's soft over-long penalty: 0 up to ``max_length - buffer`` tokens, then a linear ramp
-    down to ``-factor`` at ``max_length``. Bind the sizes with ``functools.partial`` for TRL."""
+    down to ``-factor`` at ``max_length``. Bind the sizes for TRL (``grpo_rewards.NamedReward``)."""
     if not 0 < buffer <= max_length:
         raise ValueError("buffer must be in 1..max_length")
     start = max_length - buffer
