@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from codereasoner import tasks
-from codereasoner.execution import Pool
+from codereasoner.execution import Call, Pool
 from codereasoner.families.reval import TEMPLATES
 from codereasoner.families.reval import benchmark as reval
 from codereasoner.families.reval.items import build_items
 from codereasoner.families.reval.output import (
+    ANSWER_ENTRY,
+    answer_program,
     completed_answer,
     filled_holes,
     penalized,
@@ -493,3 +495,61 @@ def test_grading_modes() -> None:
     plan = tasks.get(item.task).plan(item, [Answer(copied)], "strict")
     (score,) = run_plans(None, [plan])[0]
     assert score.reason is Reason.NOT_LITERAL and "literal" in score.detail
+
+
+# Rewrites that assert the same comparison of the same values (graded as upstream grades them),
+# beside rewrites that change what is asserted (refused: `is True`, a bare `assert x`, `!=`).
+SAME_ASSERTION = {
+    "DREval/1/0/output": [
+        'assert total([1, 2]) == 11, "values differ"',  # a message: it runs only on failure
+        'assert total([1, 2]) == 12, "values differ"',
+        "assert 11 == total([1, 2])",  # == operands swapped
+        "assert 12 == total([1, 2])",
+        "assert total([1, 2]) == 11\npass",  # pass after it
+        "pass\nassert total([1, 2]) == 12",
+    ],
+    "DREval/2/0/output": [
+        "assertEquals(self.counter.add(5), 15)\nassertEquals(self.counter.add(2), 17)",  # alias
+        "assertEqual(15, self.counter.add(5))\nassertEqual(17, self.counter.add(2))",  # swapped
+        "assertEquals(15, self.counter.add(5))\nassertEqual(self.counter.add(2), 18)",
+        "assertEqual(self.counter.add(5), 15, 'first')\nassertEqual(self.counter.add(2), 17)",
+    ],
+    "DREval/2/1/output": ["assertEqual(counter.count, 0)", "assertEqual(3, 0)"],
+}
+OTHER_ASSERTION = {
+    "DREval/1/0/output": [
+        "assert (total([1, 2]) == 11) is True",
+        "assert total([1, 2])",
+        "assert total([1, 2]) != 12",
+    ],
+}
+
+
+def upstream_passes(pool: Pool, item: Item, text: str) -> bool:
+    """Upstream's verdict, its procedure run literally: the completed answer, the penalties,
+    then the answer itself executed (HumanEval: in the program's namespace; ClassEval: rewritten
+    by its create_from_answer into a test method), passing when nothing raises."""
+    question = str(item.metadata["output_pred"])
+    answer = completed_answer(text, question)
+    if penalized(answer, question) is not None:
+        return False
+    row = {"code": item.program, "test": item.metadata.get("test"), "entry_point": item.entry}
+    test_class = str(item.metadata.get("test_class") or "")
+    result = pool.run(answer_program(row), Call(ANSWER_ENTRY, (answer, test_class)))
+    return result.ok
+
+
+def test_rewrites_asserting_the_same_comparison_get_upstreams_verdict(
+    pool: Pool, fixture_items: dict[str, Item]
+) -> None:
+    for item_id, answers in SAME_ASSERTION.items():
+        item = fixture_items[item_id]
+        ours = graded(pool, item, answers)
+        theirs = [upstream_passes(pool, item, answer) for answer in answers]
+        assert [correct for correct, _ in ours] == theirs, (item_id, ours)
+        assert True in theirs and False in theirs  # both verdicts are exercised
+        assert all(reason is not Reason.UNSUPPORTED_ASSERTION for _, reason in ours)
+    for item_id, answers in OTHER_ASSERTION.items():
+        item = fixture_items[item_id]
+        assert all(upstream_passes(pool, item, answer) for answer in answers)
+        assert graded(pool, item, answers) == [(False, Reason.UNSUPPORTED_ASSERTION)] * 3

@@ -181,7 +181,21 @@ def _same_but_holes(asked: Any, given: Any, found: dict[int, Any], class_test: b
         return True
     if type(asked) is not type(given):
         return False
+    if isinstance(asked, ast.Assert):  # a message runs only when the assertion fails
+        return _same_but_holes(asked.test, given.test, found, class_test)
+    asked_equality, given_equality = _equality(asked), _equality(given)
+    if asked_equality is not None and given_equality is not None:  # either way round
+        kind, receiver, operands = asked_equality
+        given_kind, given_receiver, given_operands = given_equality
+        if kind != given_kind:
+            return False
+        if receiver is not None and not _same_but_holes(
+            receiver, given_receiver, found, class_test
+        ):
+            return False
+        return _either_order(operands, given_operands, found, class_test)
     if isinstance(asked, list):
+        asked, given = _without_pass(asked), _without_pass(given)
         return len(asked) == len(given) and all(
             _same_but_holes(a, g, found, class_test) for a, g in zip(asked, given, strict=True)
         )
@@ -191,6 +205,50 @@ def _same_but_holes(asked: Any, given: Any, found: dict[int, Any], class_test: b
         _same_but_holes(getattr(asked, name), getattr(given, name, None), found, class_test)
         for name in asked._fields
     )
+
+
+EQUAL_ASSERTIONS = frozenset({"assertEqual", "assertEquals"})  # the second: a deprecated alias
+
+
+def _equality(node: Any) -> tuple[str, Any, tuple[Any, Any]] | None:
+    """``(kind, receiver, (the two compared operands))`` of ``a == b`` (kind ``==``) or an
+    ``assertEqual(a, b)`` call (``assertEquals`` alike, no other argument but a message; kind ``name`` or
+    ``attribute``, with its receiver ``x`` of ``x.assertEqual``); None otherwise."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+        return "==", None, (node.left, node.comparators[0])
+    if not isinstance(node, ast.Call) or len(node.args) not in (2, 3):
+        return None
+    if any(keyword.arg != "msg" for keyword in node.keywords) or (
+        len(node.args) == 3 and node.keywords
+    ):
+        return None  # only a message may follow the two values: it runs on failure alone
+    function = node.func
+    if isinstance(function, ast.Name) and function.id in EQUAL_ASSERTIONS:
+        return "name", None, (node.args[0], node.args[1])
+    if isinstance(function, ast.Attribute) and function.attr in EQUAL_ASSERTIONS:
+        return "attribute", function.value, (node.args[0], node.args[1])
+    return None
+
+
+def _either_order(
+    asked: tuple[Any, Any], given: tuple[Any, Any], found: dict[int, Any], class_test: bool
+) -> bool:
+    """The compared operands match in order, or swapped (``==`` and ``assertEqual`` assert the
+    same whichever side a value is on); a failed try leaves ``found`` as it was."""
+    for first, second in (given, given[::-1]):
+        kept = dict(found)
+        if _same_but_holes(asked[0], first, found, class_test) and _same_but_holes(
+            asked[1], second, found, class_test
+        ):
+            return True
+        found.clear()
+        found.update(kept)
+    return False
+
+
+def _without_pass(nodes: list[Any]) -> list[Any]:
+    """A statement list without ``pass`` statements (they do nothing); other lists as given."""
+    return [node for node in nodes if not isinstance(node, ast.Pass)] if nodes else nodes
 
 
 def without_main_guard(test_source: str) -> str:
