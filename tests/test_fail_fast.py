@@ -90,6 +90,6 @@ def test_a_data_dir_one_level_too_high_names_every_file_and_where_they_are(
         "eval", "--model", "oracle", "--bench", "reval", "--data-dir", root, "--limit", "1",
         "--out", tmp_path / "run",
     )  # fmt: skip
-    assert "no DREval_data.jsonl, DREval_tasks.jsonl" in line
+    assert f"{root / 'DREval_data.jsonl'}, {root / 'DREval_tasks.jsonl'}: not found" in line
     assert f"did you mean --data-dir {root / 'data'}?" in line
     assert not (tmp_path / "run").exists()

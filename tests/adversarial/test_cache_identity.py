@@ -42,13 +42,13 @@ def test_a_model_retrained_into_its_folder_is_another_model(tmp_path: Path) -> N
 def test_extra_body_is_keyed_and_cannot_replace_the_runs_fields() -> None:
     url = "http://127.0.0.1:9/v1"
     plain = OpenAIBackend("m", url)
-    shaped = OpenAIBackend("m", url, extra_body={"top_k": 20})
+    shaped = OpenAIBackend("m", url, extra_body={"min_p": 0.2})
     assert backend_identity(plain) == "openai:m"
     assert backend_identity(shaped).startswith("openai:m#body-")
     assert backend_identity(shaped) != backend_identity(
-        OpenAIBackend("m", url, extra_body={"top_k": 5})
+        OpenAIBackend("m", url, extra_body={"min_p": 0.1})
     )
-    for field in ("model", "prompt", "messages", "temperature", "max_tokens", "stop"):
+    for field in ("model", "prompt", "messages", "temperature", "max_tokens", "stop", "top_k"):
         with pytest.raises(BackendError, match=f"extra_body sets {field}"):
             OpenAIBackend("m", url, extra_body={field: 1})
     done = invoke("eval", "--model", f"openai:m@{url}", "--bench", "cruxeval-o",

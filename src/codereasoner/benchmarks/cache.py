@@ -213,11 +213,14 @@ MAX_SEARCHED_FOLDERS = 200  # a --data-dir too high is searched this far for the
 def _not_here(dataset: str, data_dir: Path, missing: Sequence[Source]) -> str:
     """Every file ``data_dir`` lacks, and where below it the data is, when a folder or two
     down holds it (a --data-dir one level too high)."""
-    names = ", ".join(source.filename for source in missing)
+    names = ", ".join(str(data_dir / source.filename) for source in missing)
     first = missing[0]
     if first.kind == LOCAL:
         return f"{data_dir / first.filename}: not found (--data-dir must be {first.url})"
-    said = f"{data_dir}: no {names} (the {dataset} data directory must hold them, or be the data root holding {dataset}/)"
+    said = (
+        f"{names}: not found (the {dataset} data directory must hold "
+        f"{'them' if len(missing) > 1 else 'it'}, or be the data root holding {dataset}/)"
+    )
     below = _data_below(data_dir, dataset, [source.filename for source in missing])
     if below is not None:
         said += f"; they are in {below}: did you mean --data-dir {below.parent}?"

@@ -28,7 +28,9 @@ from codereasoner.cli.common import (
 )
 from codereasoner.cli.progress import LineProgress
 from codereasoner.evaluation.api import open_backend
+from codereasoner.evaluation.eval_options import IdsError, read_ids, with_chat_template
 from codereasoner.evaluation.export_generations import ExportError, write_sample_log
+from codereasoner.evaluation.gen_kwargs import GenKwargsError, parse_gen_kwargs, with_gen_kwargs
 from codereasoner.evaluation.report.data import reported_items
 from codereasoner.evaluation.runner import (
     ORACLE,
@@ -206,6 +208,44 @@ def eval_command(
             "is disjoint from --limit 200 (a validation set beside a test set)."
         ),
     ] = 0,
+    ids: Annotated[
+        str | None,
+        typer.Option(
+            "--ids",
+            help="Only these items, comma-separated ids (as lm-eval's --samples); recorded in "
+            "the run. Not with --limit or --skip.",
+        ),
+    ] = None,
+    ids_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--ids-file",
+            help="Only the items whose ids this file lists, one per line (# comments).",
+        ),
+    ] = None,
+    gen_kwargs: Annotated[
+        str | None,
+        typer.Option(
+            "--gen-kwargs",
+            help="More generation options, key=value,... or JSON: top_k, repetition_penalty, "
+            "stop (more stop sequences); part of the cache key.",
+        ),
+    ] = None,
+    system: Annotated[
+        str | None,
+        typer.Option(
+            "--system",
+            help="System message for chat prompts (with --chat), instead of the benchmark's.",
+        ),
+    ] = None,
+    chat_template: Annotated[
+        str | None,
+        typer.Option(
+            "--chat-template",
+            help="A Jinja chat template file (hf and openai models), or the name of one of the "
+            "tokenizer's own templates (hf); part of the model's identity.",
+        ),
+    ] = None,
     data_dir: Annotated[Path | None, DATA_DIR_OPTION] = None,
     model_args: Annotated[
         str | None,
@@ -252,12 +292,16 @@ def eval_command(
     it may add benchmarks or change --n.
     """
     try:
-        backend = open_backend(model, concurrency, request_timeout, model_args)
+        chosen_ids = read_ids(ids, ids_file)
+        options = parse_gen_kwargs(gen_kwargs) if gen_kwargs is not None else {}
+        model_options = with_chat_template(model, model_args, chat_template)
+        backend = open_backend(model, concurrency, request_timeout, model_options)
         check_data_dir(data_dir)
-    except RunError as exc:
+    except (RunError, GenKwargsError, IdsError) as exc:
         fail(flag_message(exc))
     try:
         sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+        sampling = with_gen_kwargs(sampling, options)
         names, skipped = _benchmarks(bench, data_dir)
         settings = RunSettings(
             names,
@@ -274,6 +318,8 @@ def eval_command(
             isolation=isolation,
             executor=executor,
             skip=skip,
+            ids=chosen_ids,
+            system=system,
         )
         if log_samples is not None:
             _check_sample_log(log_samples, out, data_dir)

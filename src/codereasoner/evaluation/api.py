@@ -71,7 +71,9 @@ def open_backend(
         given = {key: value for key, value in options.items() if value is not None}
         return load_backend(model, **{**extra, **given})
     except (SpecError, BackendError) as exc:
-        raise RunError(f"{flag}: {exc}") from None
+        said = str(exc)  # "--model hf:x: why" where the backend named its spec
+        named = said.startswith(f"{model}: ")
+        raise RunError(f"{flag} {said}" if named else f"{flag}: {said}") from None
 
 
 def evaluate(

@@ -22,7 +22,7 @@ from codereasoner.synth.writer import LOCK_FILE
 
 FORMAT = "run-store"  # the reports' "format" field
 SCORE_CHUNK = 500  # items graded and stored per transaction
-FIXED = ("sampling", "style", "extraction", "grading", "chat", "limit", "skip")
+FIXED = ("sampling", "style", "extraction", "grading", "chat", "limit", "skip", "ids", "system")
 ORACLE = "oracle"
 SELF_CHECK = "SELF-CHECK: the oracle answers from the ground truth; this is not a model score"
 RESULTS_JSON = "results.json"  # the summary of the last run (done or failed), beside run.sqlite
@@ -72,11 +72,15 @@ class RunSettings:
     isolation: str = "auto"
     executor: str | None = None  # local, ray or ray:ADDRESS (default: $CODEREASONER_EXECUTOR)
     skip: int = 0  # items of the fixed order left out before the --limit ones
+    ids: tuple[str, ...] = ()  # --ids: only these items (of every benchmark that has them)
+    system: str | None = None  # --system: this system message instead of the benchmarks'
 
     def config(self) -> dict[str, Any]:
         """The run row's config (JSON)."""
-        sampling = {
-            key: value for key, value in json.loads(self.sampling.key()).items() if key != "stop"
+        sampling = {  # the benchmarks' stops are theirs; --gen-kwargs stops are the run's
+            key: value
+            for key, value in json.loads(self.sampling.key()).items()
+            if key != "stop" or value
         }
         config = {
             "benchmarks": list(self.benchmarks),
@@ -91,6 +95,10 @@ class RunSettings:
         }
         if self.skip:  # absent when 0: run folders from before --skip keep their config and hash
             config["skip"] = self.skip
+        if self.ids:  # absent when unset, for the same reason
+            config["ids"] = list(self.ids)
+        if self.system is not None:
+            config["system"] = self.system
         if self.timeout is not None:  # not kept on resume, but what a re-score must repeat
             config["timeout"] = self.timeout
         return config
@@ -120,6 +128,10 @@ def check_settings(settings: RunSettings) -> None:
         raise refused("limit", settings.limit, "at least 1 item")
     if settings.skip < 0:
         raise refused("skip", settings.skip, "0 or more items")
+    if settings.ids and (settings.limit is not None or settings.skip):
+        raise refused("ids", ",".join(settings.ids)[:60], "no --limit or --skip beside it")
+    if settings.system is not None and not settings.chat:
+        raise refused("system", settings.system[:60], "--chat (raw prompts have no system message)")
     if settings.timeout is not None and not settings.timeout > 0:
         raise refused("timeout", settings.timeout, "a positive number of seconds")
     if settings.workers is not None and settings.workers < 1:
@@ -186,7 +198,12 @@ FLAGS = {
     "chat": "--chat/--raw",
     "limit": "--limit",
     "skip": "--skip",
+    "ids": "--ids",
+    "system": "--system",
     "temperature": "--temperature",
+    "top_k": "--gen-kwargs top_k",
+    "repetition_penalty": "--gen-kwargs repetition_penalty",
+    "stop": "--gen-kwargs stop",
     "top_p": "--top-p",
     "max_tokens": "--max-tokens",
     "seed": "--seed",

@@ -155,6 +155,7 @@ class Runner:
         self._pool: Executor | None = None
         self._pool_warned = False
         self.plans = [self._resolve(name) for name in settings.benchmarks]
+        self._check_ids()
         self.store: RunStore | None = None
         self._config: dict[str, Any] = {}
 
@@ -172,20 +173,44 @@ class Runner:
             raise RunError(str(exc)) from exc
         style = style_for(bench, self.settings.style)
         found = load_items(bench, self.settings.data_dir)
-        items = select_items(bench, found, self.settings.limit, self.settings.skip)
+        if self.settings.ids:
+            wanted = set(self.settings.ids)
+            items = [item for item in found if item.id in wanted]
+        else:
+            items = select_items(bench, found, self.settings.limit, self.settings.skip)
         chat = self.settings.chat
-        system = bench.system_message(chat)
+        given = self.settings.system
+        system = bench.system_message(chat) if given is None else given
         prompts = {item.id: bench.prompt(item, style) for item in items}
         hashes = {key: hash_prompt(text, chat, system) for key, text in prompts.items()}
         asked = self.settings.sampling
         sampling = replace(
             asked,
-            stop=bench.stop(style, chat),
+            stop=(*bench.stop(style, chat), *asked.stop),
             max_tokens=asked.max_tokens or bench.max_tokens_for(style),
         )
         return Resolved(
             bench, family, items, style, extraction, limits, sampling, system, prompts, hashes
         )
+
+    def _check_ids(self) -> None:
+        """Every ``--ids`` id is an item of some benchmark of the run."""
+        if not self.settings.ids:
+            return
+        empty = next((plan.bench.name for plan in self.plans if not plan.items), None)
+        if empty is not None:
+            raise RunError(
+                f"--ids: none is an item of {empty}; name the benchmarks they belong to with "
+                "--bench"
+            )
+        held = {item.id for plan in self.plans for item in plan.items}
+        unknown = [item_id for item_id in self.settings.ids if item_id not in held]
+        if unknown:
+            names = ", ".join(plan.bench.name for plan in self.plans)
+            raise RunError(
+                f"--ids: {unknown[0][:80]!r} is no item of {names} ({len(unknown)} of "
+                f"{len(self.settings.ids)} ids unknown)"
+            )
 
     def check_resumable(self) -> None:
         """RunError when ``run_dir`` holds a run of another model or other settings, or files

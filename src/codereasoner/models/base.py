@@ -40,6 +40,7 @@ class SpecError(ValueError):
 
 
 DEFAULT_MAX_TOKENS = 1024
+OPTIONAL_SAMPLING = ("top_k", "repetition_penalty")  # absent from a key when unset
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class Sampling:
     max_tokens: int | None = None  # None: the caller's default (a benchmark's, else 1024)
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    top_k: int | None = None  # None or 0: every token
+    repetition_penalty: float | None = None  # None or 1: none (transformers' rule otherwise)
 
     @property
     def token_limit(self) -> int:
@@ -58,9 +61,13 @@ class Sampling:
         return DEFAULT_MAX_TOKENS if self.max_tokens is None else self.max_tokens
 
     def key(self) -> str:
-        """Canonical JSON of the settings (the cache key's sampling part)."""
+        """Canonical JSON of the settings (the cache key's sampling part). Options left unset
+        are not in it, so runs from before an option existed keep their keys."""
         data = asdict(self)
         data["stop"] = list(self.stop)
+        for name in OPTIONAL_SAMPLING:
+            if data[name] is None:
+                del data[name]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 

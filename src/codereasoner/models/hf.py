@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner.extras import missing
+from codereasoner.files import read_text_bounded
 from codereasoner.models.base import (
     BackendError,
     Completion,
@@ -65,6 +66,8 @@ class _Row:
     top_p: float
     stop: tuple[str, ...]
     seed: int
+    top_k: int = 0
+    repetition_penalty: float = 1.0
     stopped_at: int | None = field(default=None)
 
 
@@ -100,6 +103,7 @@ class HFBackend:
         dtype: str = "auto",
         threads: int = 0,
         trust_remote_code: bool = False,
+        chat_template: str | None = None,
     ) -> None:
         if batch_size < 1:
             raise BackendError(f"batch_size {batch_size}: expected a positive number")
@@ -120,6 +124,8 @@ class HFBackend:
         self.device_name = device
         self.dtype_name = dtype
         self.trust_remote_code = trust_remote_code
+        self.chat_template = chat_template  # a file, or one of the tokenizer's template names
+        self._template_text = _template_file(chat_template)
         self._model: Any = None
         self._tokenizer: Any = None
         self._torch: Any = None
@@ -137,7 +143,12 @@ class HFBackend:
         """For a local folder, its files' names, sizes and modification times: a model
         retrained into the same folder is another model, whose completions are not the old
         ones ("" for a hub name, a packaged model or a GGUF file: their names fix them)."""
-        return folder_fingerprint(Path(self.path).expanduser())
+        found = folder_fingerprint(Path(self.path).expanduser())
+        if self.chat_template is None:
+            return found
+        template = self._template_text or f"name:{self.chat_template}"
+        digest = hashlib.sha256(template.encode("utf-8")).hexdigest()[:16]
+        return f"{found}+template:{digest}" if found else f"template:{digest}"
 
     def preflight(self) -> None:
         """Load the tokenizer and weights now (one-line :class:`BackendError` if that fails)."""
@@ -192,6 +203,8 @@ class HFBackend:
                 "with config.json, weights and tokenizer files, gguf:FILE, a packaged model "
                 f"({packaged_names()}), or a hub name (set HF_HUB_OFFLINE=0 to download)"
             ) from None
+        if self.chat_template is not None:
+            tokenizer.chat_template = self._chosen_template(tokenizer)
         check_chat_template(tokenizer, f"hf:{self.path}")
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
@@ -200,6 +213,19 @@ class HFBackend:
         self._tokenizer, self._model = tokenizer, model
         self.device = device
         self._eos = self._end_ids()
+
+    def _chosen_template(self, tokenizer: Any) -> str:
+        """``chat_template``'s text: the file's, or the tokenizer's template of that name."""
+        if self._template_text is not None:
+            return self._template_text
+        named = getattr(tokenizer, "chat_template", None)
+        if isinstance(named, dict) and isinstance(named.get(self.chat_template), str):
+            return str(named[self.chat_template])
+        names = ", ".join(named) if isinstance(named, dict) else "none"
+        raise BackendError(
+            f"hf:{self.path}: chat_template {self.chat_template!r}: no such file, and not one of "
+            f"the tokenizer's template names ({names})"
+        )
 
     # -- encoding --------------------------------------------------------------------------
 
@@ -231,7 +257,15 @@ class HFBackend:
             for samples in groups:
                 seed = sample_seed(sampling.seed, samples[0], digest)
                 row = _Row(
-                    index, samples, ids, sampling.temperature, sampling.top_p, sampling.stop, seed
+                    index,
+                    samples,
+                    ids,
+                    sampling.temperature,
+                    sampling.top_p,
+                    sampling.stop,
+                    seed,
+                    sampling.top_k or 0,
+                    sampling.repetition_penalty or 1.0,
                 )
                 rows.append(row)
         return rows
@@ -298,7 +332,10 @@ class HFBackend:
             latency = time.perf_counter() - started
             deliver(row, self._completions(row, generated, ends, max_tokens, latency))
 
-        rows = [DecodeRow(r.ids, r.temperature, r.top_p, r.seed, r.stop) for r in batch]
+        rows = [
+            DecodeRow(r.ids, r.temperature, r.top_p, r.seed, r.stop, r.top_k, r.repetition_penalty)
+            for r in batch
+        ]
         with torch.inference_mode():
             decode(
                 torch,
@@ -353,11 +390,25 @@ class HFBackend:
 
 
 TEMPLATE_SECONDS = 10.0  # a chat template renders a long chat in well under this
+TEMPLATE_BYTES = 1 << 20  # a chat template file is read this far
 TEMPLATE_MAX_CHARS = 1 << 20  # what it may turn that chat into
 _PROBE_CHAT = [
     {"role": "system", "content": "You are a helpful assistant. " * 20},
     {"role": "user", "content": "def f(x):\n    return x\n" * 200},
 ]
+
+
+def _template_file(given: str | None) -> str | None:
+    """The text of a chat template file (None: no option, or a template's name)."""
+    if given is None or not Path(given).expanduser().is_file():
+        return None
+    try:
+        text = read_text_bounded(Path(given).expanduser(), TEMPLATE_BYTES)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BackendError(f"chat_template {given}: cannot read it ({exc})") from None
+    if not text.strip():
+        raise BackendError(f"chat_template {given}: empty file; expected a Jinja template")
+    return text
 
 
 def check_chat_template(tokenizer: Any, where: str) -> None:

@@ -10,7 +10,8 @@ What it does that ``model.generate`` does not, for evaluation on CPUs:
 Rows are left-padded after the shared prefix (``prefix, pads, own tokens``); the attention mask
 hides the pads and the position ids skip them, so each row is computed as if it were alone, up
 to floating-point noise. Greedy rows take the arg-max; sampled rows draw from their own seeded
-``torch.Generator`` (temperature, then top-p), so a sample does not depend on the others.
+``torch.Generator`` (repetition penalty, top-k, temperature, then top-p), so a sample does not
+depend on the others.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class DecodeRow:
     top_p: float
     seed: int
     stop: tuple[str, ...]
+    top_k: int = 0  # sampled rows: draw from the k most likely tokens (0: all)
+    repetition_penalty: float = 1.0  # transformers' rule, on the prompt's and the new ids
 
 
 # (row index, its generated ids, tokens it had when a stop sequence showed, or None)
@@ -153,7 +156,7 @@ def decode(
     active = list(range(count))  # the rows still running, in the order of the cache's rows
     window = 4 * max((len(stop) for row in rows for stop in row.stop), default=0) + 4
     for step in range(1, max_tokens + 1):
-        tokens = choose(logits, active)
+        tokens = choose(logits, active, generated)
         running: list[int] = []
         for position, (index, token) in enumerate(zip(active, tokens.tolist(), strict=True)):
             generated[index].append(token)
@@ -189,15 +192,27 @@ class _Chooser:
             if row.temperature > 0
         }
 
-    def __call__(self, logits: Any, active: list[int]) -> Any:
+    def __call__(self, logits: Any, active: list[int], generated: list[list[int]]) -> Any:
         torch = self.torch
+        for position, index in enumerate(active):
+            row = self.rows[index]
+            if row.repetition_penalty != 1.0:
+                seen = torch.tensor(sorted({*row.ids, *generated[index]}), device=logits.device)
+                picked = logits[position, seen]
+                logits[position, seen] = torch.where(
+                    picked > 0, picked / row.repetition_penalty, picked * row.repetition_penalty
+                )
         chosen = logits.argmax(dim=-1)
         for position, index in enumerate(active):
             generator = self.generators.get(index)
             if generator is None:
                 continue
             row = self.rows[index]
-            probs = torch.softmax(logits[position].cpu() / row.temperature, dim=-1)
+            scores = logits[position].cpu()
+            if 0 < row.top_k < scores.numel():
+                floor = torch.topk(scores, row.top_k).values[-1]
+                scores = scores.masked_fill(scores < floor, float("-inf"))
+            probs = torch.softmax(scores / row.temperature, dim=-1)
             if row.top_p < 1.0:
                 ordered, order = torch.sort(probs, descending=True)
                 outside = torch.cumsum(ordered, dim=-1) - ordered > row.top_p

@@ -51,6 +51,7 @@ import aiohttp
 
 from codereasoner.files import parse_json
 from codereasoner.models.base import (
+    OPTIONAL_SAMPLING,
     BackendError,
     BackendUnavailable,
     Completion,
@@ -80,7 +81,7 @@ MAX_TOKEN_COUNT = 10**9  # a usage count beyond this is not a count
 # the body fields a request sets from the run's settings: extra_body may not replace them
 REQUEST_FIELDS = frozenset(
     {"model", "messages", "prompt", "max_tokens", "temperature", "top_p", "n", "stop", "seed",
-     "stream"}
+     "stream", "top_k", "repetition_penalty"}
 )  # fmt: skip
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -248,7 +249,7 @@ class OpenAIBackend:
     request, default 600), ``connect_timeout_s`` (10), ``max_retries`` (8), ``backoff_s``
     (first backoff ceiling, 1.0, doubling up to ``backoff_max_s``, 60), ``api_key_env`` (the
     environment variable holding the key, ``OPENAI_API_KEY``; unset means no key is sent),
-    ``extra_body`` (fields added to every request body, e.g. ``{"top_k": 20}``),
+    ``extra_body`` (fields added to every request body, e.g. ``{"min_p": 0.05}``),
     ``warn_after_s`` and ``warn_every_s`` (when to warn about failures that go on, see the
     module), ``body_timeout_s`` (60: a reply's body must have come this long after its
     headers; servers that do not stream send the whole body at once), ``warn_slow_s`` (300: a
@@ -466,6 +467,9 @@ class OpenAIBackend:
             body["stop"] = list(sampling.stop)
         if seed is not None:
             body["seed"] = seed
+        for name in OPTIONAL_SAMPLING:  # vLLM's and TGI's extensions, sent only when set
+            if getattr(sampling, name) is not None:
+                body[name] = getattr(sampling, name)
         body.update(self.extra_body)
         path = "/chat/completions" if request.chat else "/completions"
         return path, json.dumps(body, ensure_ascii=False).encode("utf-8")

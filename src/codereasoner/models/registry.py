@@ -175,7 +175,7 @@ BUILTIN: tuple[BackendType, ...] = (
         "transformers on CPU or GPU",
         form="PATH",
         hint=PATH_HINT,
-        options=("batch_size", "device", "dtype", "threads", "trust_remote_code"),
+        options=("batch_size", "device", "dtype", "threads", "trust_remote_code", "chat_template"),
     ),
     BackendType(
         "oracle",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codereasoner.models.base import (
+    OPTIONAL_SAMPLING,
     BackendError,
     Completion,
     OnResult,
@@ -51,6 +52,9 @@ def sampling_params(sampling: Sampling, n: int = 1, seed: int | None = None) -> 
         params["stop"] = list(sampling.stop)
     if seed is not None:
         params["seed"] = seed
+    for name in OPTIONAL_SAMPLING:
+        if getattr(sampling, name) is not None:
+            params[name] = getattr(sampling, name)
     return params
 
 
