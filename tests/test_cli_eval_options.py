@@ -157,3 +157,41 @@ def test_the_repetition_penalty_follows_transformers_rule() -> None:
     penalized_logits = logits.clone()
     assert _Chooser(torch, [penalized])(penalized_logits, [0], [[]]).tolist() == [1]
     assert penalized_logits.tolist() == [[2.0, 3.0, -2.0]]
+
+
+def test_a_run_logged_to_an_offline_tracker(tmp_path: Path) -> None:
+    """wandb's offline mode writes the run's records to WANDB_DIR; read back, they hold the
+    run's config and each benchmark's headline number as the run store has it."""
+    pytest.importorskip("wandb")
+    from wandb.proto import wandb_internal_pb2
+    from wandb.sdk.internal import datastore
+
+    out = tmp_path / "run"
+    env = {"WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true"}
+    done = invoke(*eval_args("oracle", out, "--log-to", "wandb", "--log-project", "p"), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "logged to wandb: 2 values in project p" in done.stderr
+    (records,) = list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
+    store = datastore.DataStore()
+    store.open_for_scan(str(records))
+    summary: dict[str, str] = {}
+    config: dict[str, str] = {}
+    while (data := store.scan_data()) is not None:
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(data)
+        kind = record.WhichOneof("record_type")
+        if kind == "summary":
+            summary |= {item.key: item.value_json for item in record.summary.update if item.key}
+        elif kind == "run":
+            config |= {item.key: item.value_json for item in record.run.config.update}
+            assert record.run.project == "p" and record.run.display_name == "run"
+    assert json.loads(summary["cruxeval-o/pass@1"]) == 100.0
+    assert json.loads(summary["cruxeval-o/items"]) == 6
+    assert json.loads(config["model"]) == "oracle"
+    assert json.loads(config["benchmarks"]) == ["cruxeval-o"]
+
+
+def test_an_unknown_or_missing_tracker_is_one_line(tmp_path: Path) -> None:
+    done = invoke(*eval_args("oracle", tmp_path / "run", "--log-to", "mlflow"))
+    assert "--log-to 'mlflow': expected one of wandb, trackio" in one_error_line(done.stderr)
+    assert not (tmp_path / "run").exists()

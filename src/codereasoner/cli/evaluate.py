@@ -44,6 +44,12 @@ from codereasoner.evaluation.runner import (
     default_run_dir,
     headline,
 )
+from codereasoner.evaluation.tracking import (
+    DEFAULT_PROJECT,
+    TrackerError,
+    check_tracker,
+    log_run,
+)
 from codereasoner.files import RUN_KEPT, OutputRefused, cache_root, check_output_file
 from codereasoner.models import BackendError, Sampling, spec_help
 from codereasoner.models.base import Backend, BackendUnavailable, backend_identity
@@ -246,6 +252,17 @@ def eval_command(
             "tokenizer's own templates (hf); part of the model's identity.",
         ),
     ] = None,
+    log_to: Annotated[
+        str | None,
+        typer.Option(
+            "--log-to",
+            help="Also log the finished run's settings and scores to an experiment tracker: "
+            "wandb or trackio (installed apart; its own settings apply, e.g. WANDB_MODE=offline).",
+        ),
+    ] = None,
+    log_project: Annotated[
+        str, typer.Option("--log-project", help="The tracker's project (with --log-to).")
+    ] = DEFAULT_PROJECT,
     data_dir: Annotated[Path | None, DATA_DIR_OPTION] = None,
     model_args: Annotated[
         str | None,
@@ -292,12 +309,13 @@ def eval_command(
     it may add benchmarks or change --n.
     """
     try:
+        check_tracker(log_to)
         chosen_ids = read_ids(ids, ids_file)
         options = parse_gen_kwargs(gen_kwargs) if gen_kwargs is not None else {}
         model_options = with_chat_template(model, model_args, chat_template)
         backend = open_backend(model, concurrency, request_timeout, model_options)
         check_data_dir(data_dir)
-    except (RunError, GenKwargsError, IdsError) as exc:
+    except (RunError, GenKwargsError, IdsError, TrackerError) as exc:
         fail(flag_message(exc))
     try:
         sampling = Sampling(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
@@ -336,7 +354,23 @@ def eval_command(
             highlight=False,
             soft_wrap=True,
         )
+    if log_to is not None:
+        _log_to_tracker(log_to, log_project, summary, settings)
     _show(summary, as_json)
+
+
+def _log_to_tracker(name: str, project: str, summary: RunSummary, settings: RunSettings) -> None:
+    """The run is stored whatever the tracker does: its failure is a warning line."""
+    try:
+        logged = log_run(name, project, summary, settings.config())
+    except TrackerError as exc:
+        error_console.print(f"[yellow]warning:[/] {safe_markup(str(exc))}", soft_wrap=True)
+        return
+    error_console.print(
+        f"logged to {name}: {len(logged)} values in project {safe_markup(project)}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _check_sample_log(log: Path, out: Path | None, data_dir: Path | None) -> None:
