@@ -56,26 +56,23 @@ def synth_cases(out: Path, n: int, seed: int) -> Path:
     return out
 
 
-# Tiers by cost and resource (pyproject.toml's markers): `make check` leaves these out.
-_TIER_BY_PATH = (("training", "train"), ("test_ray_", "ray"))
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its tier: training tests ``train``; Ray tests ``ray``; headless
-    Chromium tests ``browser``; tests of modules that read the shared benchmark data
-    ``full_data`` (they skip without it)."""
-    for item in items:
-        path = str(item.path)
-        for part, marker in _TIER_BY_PATH:
-            if part in path:
-                item.add_marker(marker)
-        name = item.name.lower()
-        if "ray" in name.split("_") or "ray[" in name or name.startswith("test_ray"):
-            item.add_marker("ray")
-        if "chromium" in name or "browser" in name:
-            item.add_marker("browser")
-        if "SHARED_DATA" in getattr(item.module, "__dict__", {}):
-            item.add_marker("full_data")
+    """Tiers (pyproject.toml's markers) are declared by each module or test, never guessed
+    from a name: a module that reads the shared benchmark data must say ``full_data``, or
+    collection stops here naming it."""
+    unmarked = sorted(
+        {
+            str(item.path)
+            for item in items
+            if "SHARED_DATA" in getattr(item.module, "__dict__", {})
+            and item.get_closest_marker("full_data") is None
+        }
+    )
+    if unmarked:
+        raise pytest.UsageError(
+            f"{unmarked[0]}: reads SHARED_DATA but is not marked full_data "
+            "(pytestmark = pytest.mark.full_data)"
+        )
     _costly_files_first(items)
 
 

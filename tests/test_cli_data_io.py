@@ -37,6 +37,8 @@ from tests.benchmarks.test_cache import (
 )
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 __all__ = ["server"]  # the local Hub fixture, used here too
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -116,6 +116,7 @@ def test_gen_kwargs_system_and_template_reach_the_server_and_key_the_run(
     )
 
 
+@pytest.mark.train
 def test_the_tiny_model_samples_with_top_k_and_renders_its_template(
     tiny_model: Path, tmp_path: Path
 ) -> None:

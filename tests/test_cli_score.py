@@ -13,6 +13,8 @@ from tests.commands import invoke as cli
 from tests.conftest import SHARED_DATA
 from tests.fixtures import official_verdicts
 
+pytestmark = pytest.mark.full_data
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CRUX = FIXTURES / "cruxeval"
 

@@ -18,6 +18,8 @@ from tests.commands import Ran, invoke
 from tests.conftest import SHARED_DATA
 from tests.fixtures import official_verdicts
 
+pytestmark = pytest.mark.full_data
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CRUX = FIXTURES / "cruxeval"
 CRUX_DATA = SHARED_DATA / "cruxeval"

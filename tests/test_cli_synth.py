@@ -21,6 +21,8 @@ from codereasoner.synth.generators import GeneratorKind, GeneratorOption, Genera
 from codereasoner.synth.pipeline import SynthConfig, make_source
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 OUTPUTS = ("cases.jsonl", "dropped.jsonl", "audit.jsonl", "summary.json")
 N, CHUNK = 48, 8
 

@@ -28,6 +28,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.train
 @pytest.mark.slow
 def test_the_readme_cpu_training_path_runs_as_written(tmp_path: Path) -> None:
     pytest.importorskip("trl")

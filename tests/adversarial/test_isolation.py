@@ -38,6 +38,8 @@ from codereasoner.execution.sandbox import (
 )
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 CANARY = Program("def f(xs):\n    return sorted(xs) + [len(xs), abs(-2)]")
 MODES = ("bubblewrap", "fallback")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -25,6 +25,8 @@ from codereasoner.trace import trace_batches
 from tests.commands import run_codereasoner as _cli
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "core"
 SHARED = SHARED_DATA / "core" / "core_qa.json"
 LIMITS = Limits(timeout_s=20, memory_mb=1024)

@@ -26,6 +26,8 @@ from codereasoner.execution import Batch, Pool, Program, parse_call
 from codereasoner.programs import CC_MIN, JACCARD_MAX
 from tests.conftest import SHARED_DATA, synth_cases
 
+pytestmark = pytest.mark.full_data
+
 CORE_QA = SHARED_DATA / "core" / "core_qa.json"
 needs_core = pytest.mark.skipif(not CORE_QA.exists(), reason="needs ../shared/data/core")
 OUTPUTS = (IO_FILE, QA_FILE, SUMMARY_FILE, PROBLEMS_FILE)

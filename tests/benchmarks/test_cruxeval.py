@@ -14,6 +14,8 @@ from codereasoner.families.cruxeval.benchmark import SOURCE
 from codereasoner.tasks import OFFICIAL_LIMITS, run_plans, truth_jobs
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cruxeval"
 SHARED = SHARED_DATA / "cruxeval"
 

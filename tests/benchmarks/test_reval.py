@@ -32,6 +32,8 @@ from codereasoner.tasks import Answer, Item, run_plans
 from codereasoner.trace import trace_batches, trace_call
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"
 SHARED = SHARED_DATA / "reval"
 NEEDS_SHARED = pytest.mark.skipif(

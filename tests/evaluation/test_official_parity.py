@@ -13,6 +13,8 @@ from codereasoner.execution import Pool
 from codereasoner.tasks import OFFICIAL_LIMITS, Extracted, Item
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 DATA = SHARED_DATA / "cruxeval"
 SAMPLES = DATA / "samples"
 # docs/benchmark-rules.md, "CRUXEval: pass@k and official scores": the stored floats of the official scored files.

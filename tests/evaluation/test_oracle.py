@@ -18,6 +18,8 @@ from codereasoner.tasks import Item
 from codereasoner.tasks.oracle import NoOracleAnswer
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DATA = SHARED_DATA if (SHARED_DATA / "cruxeval").is_dir() else FIXTURES
 

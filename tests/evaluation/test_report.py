@@ -34,6 +34,8 @@ from tests.evaluation.report_stores import (
     reval_items,
 )
 
+pytestmark = pytest.mark.full_data
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HOSTILE = "<script>alert('pwned')</script>"
 HOSTILE_MODEL = "model-b <img src=x onerror=alert(1)> $5"
@@ -316,6 +318,7 @@ def test_bad_stores_give_one_line_errors(built: Built, tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian package: chromium)")
+@pytest.mark.browser
 def test_page_renders_in_headless_chromium(built: Built, tmp_path: Path) -> None:
     from PIL import Image
 

@@ -41,9 +41,12 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 BENCH = "cruxeval-o"
 WRONG = "[ANSWER]\nNone\n[/ANSWER]"
 
-pytestmark = pytest.mark.skipif(
-    not (SHARED_DATA / "cruxeval").exists(), reason="shared CRUXEval data not present"
-)
+pytestmark = [
+    pytest.mark.full_data,
+    pytest.mark.skipif(
+        not (SHARED_DATA / "cruxeval").exists(), reason="shared CRUXEval data not present"
+    ),
+]
 
 
 def codereasoner(*args: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -287,6 +290,7 @@ def dom_and_shot(page: Path, tmp_path: Path) -> tuple[str, Path]:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+@pytest.mark.browser
 def test_headless_chromium_shows_counts_common_items_and_the_self_check(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:

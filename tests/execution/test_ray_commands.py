@@ -19,6 +19,8 @@ from codereasoner.training.rewards import CodeReasoningReward, score_batch
 from tests.conftest import SHARED_DATA
 from tests.training.test_rewards import BACKWARD, FORWARD, row
 
+pytestmark = [pytest.mark.full_data, pytest.mark.ray]
+
 ray = pytest.importorskip("ray", reason="the Ray executor needs ray (pip install '.[ray]')")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -37,6 +37,8 @@ from codereasoner.execution.ray_pool import READ_AHEAD_PER_ACTOR, SHARD_CALLS, R
 ray = pytest.importorskip("ray", reason="the Ray executor needs ray (pip install '.[ray]')")
 from ray.cluster_utils import Cluster  # noqa: E402
 
+pytestmark = pytest.mark.ray
+
 LIMITS = Limits(timeout_s=1.0, memory_mb=256)  # as the local `pool` fixture's
 NODE_ARGS = {"num_cpus": 1, "object_store_memory": 128 << 20}
 SLOW = Program("import time\ndef f(n):\n    time.sleep(0.02)\n    return n * n")

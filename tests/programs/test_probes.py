@@ -30,6 +30,8 @@ from codereasoner.programs.probes import DIMENSIONS, KINDS, Probe, probes_for
 from codereasoner.trace import ExecutionTrace, trace_batches, trace_call
 from tests.conftest import SHARED_DATA, synth_cases
 
+pytestmark = pytest.mark.full_data
+
 CORE_PREAMBLE = "from typing import *"
 CRUX_PROGRAMS = 150
 LIMIT = 8

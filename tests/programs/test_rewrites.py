@@ -25,6 +25,8 @@ from codereasoner.programs import (
 )
 from tests.conftest import SHARED_DATA, synth_cases
 
+pytestmark = pytest.mark.full_data
+
 if not (SHARED_DATA / "core" / "core_qa.json").exists():
     pytest.skip("needs ../shared/data (core, cruxeval)", allow_module_level=True)
 

@@ -29,6 +29,8 @@ if not (SHARED_DATA / "core" / "core_qa.json").exists():
 from tests.programs.test_llm_rewrite import EQUIVALENT as REWRITTEN
 from tests.programs.test_llm_rewrite import ORIGINAL
 
+pytestmark = pytest.mark.full_data
+
 PREAMBLE = "from typing import *"
 CALLS = [parse_call("f([1, 2, 3, 4])"), parse_call("f([-2, 6, 7])")]
 

@@ -19,6 +19,8 @@ from codereasoner.synth.decontam import (
 )
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 CRUXEVAL = SHARED_DATA / "cruxeval"
 needs_cruxeval = pytest.mark.skipif(
     not (CRUXEVAL / "cruxeval.jsonl").exists(), reason="shared CRUXEval data not available"

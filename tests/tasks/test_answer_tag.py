@@ -29,6 +29,8 @@ from codereasoner.tasks.extraction import answer_tag_block, answer_tag_blocks
 from codereasoner.tasks.oracle import THOUGHT, NoOracleAnswer, truth_text
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PER_BENCHMARK = 24  # items checked per benchmark (REval: per question kind, at most 6)
 WRONG_VALUE = "'not the answer'"

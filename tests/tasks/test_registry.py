@@ -23,6 +23,8 @@ from codereasoner.tasks import Item, OutputPrediction, Score, TaskKind
 from codereasoner.tasks.oracle import NoOracleAnswer
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 BUILTIN = (
     "output_prediction",
     "lcb_execution",

@@ -26,6 +26,8 @@ from codereasoner.families.reval.truth import PairTruth
 from codereasoner.tasks import Answer, Item, ParseFailure, Reason, run_plans
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"
 SHARED = SHARED_DATA / "reval"
 SPEC = SHARED_DATA.parent / "reference" / "benchmarks.md"

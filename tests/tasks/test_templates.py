@@ -13,6 +13,8 @@ from codereasoner.families import core, cruxeval, livecodebench, reval
 from codereasoner.tasks import Item, Templates
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 CRUXEVAL = SHARED_DATA / "cruxeval" / "cruxeval.jsonl"
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "codereasoner"
 # every folder of templates, with the package that reads it

@@ -21,6 +21,8 @@ from codereasoner.families.reval.benchmark import case_program as _reval_program
 from codereasoner.trace import trace_batches, trace_call, trace_calls
 from tests.conftest import SHARED_DATA
 
+pytestmark = pytest.mark.full_data
+
 REVAL = SHARED_DATA / "reval" / "DREval_data.jsonl"
 CORE = SHARED_DATA / "core" / "core_qa.json"
 BENCH_LIMITS = Limits(timeout_s=20, memory_mb=1024)

@@ -25,6 +25,8 @@ from tests.commands import invoke
 from tests.training.conftest import CPU, RECIPES, Exported
 from tests.training.test_train import TINY_GRPO, TINY_SFT, _wait_for_checkpoint
 
+pytestmark = pytest.mark.train
+
 EVAL = ["eval_strategy=steps", "eval_steps=1", "save_steps=1", "load_best_model_at_end=true"]
 # The taught model answers two prompts right, wrong or too long; at this learning rate its
 # held-out reward changes from one evaluation to the next, in no direction a test can rely on.

@@ -27,6 +27,8 @@ from codereasoner.models.replay_server import Query, ReplayProcess, ReplayServer
 from codereasoner.tasks import Item
 from codereasoner.training.cases import case_items, read_cases
 
+pytestmark = pytest.mark.train
+
 MAX_TOKENS = 300  # --max-tokens of the scripted runs: an over-long chain is cut by the server
 OUTPUTS = ("distilled.jsonl", "distill_summary.json")
 

@@ -18,6 +18,8 @@ from codereasoner.training.cases import read_cases
 from codereasoner.training.replay_teacher import ReplayTeacher
 from tests.conftest import synth_cases
 
+pytestmark = pytest.mark.train
+
 THINKING = "Let me think. Could it be <Answer>0</Answer>? I should trace f first."
 
 

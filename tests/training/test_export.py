@@ -25,6 +25,8 @@ from codereasoner.training.export import (
     write_export,
 )
 
+pytestmark = pytest.mark.train
+
 CODE = "def f(x):\n    return [0] * (x % 4)"
 
 

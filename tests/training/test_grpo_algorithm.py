@@ -24,6 +24,8 @@ from tests.training.conftest import CPU, RECIPES
 from tests.training.test_grpo_reward import Recorder
 from tests.training.test_verl_reward import ROOT, verl_python
 
+pytestmark = pytest.mark.train
+
 VERL_RECIPE = ROOT / "recipes" / "verl-grpo.sh"
 PAPER_GRPO = RECIPES / "grpo-qwen2.5-coder-7b.yaml"
 

@@ -21,6 +21,8 @@ import trl  # noqa: F401  (the train extra: make test installs it)
 from codereasoner.execution import Pool
 from codereasoner.training.rewards import CodeReasoningReward, Sample, score_batch
 
+pytestmark = pytest.mark.train
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

@@ -14,6 +14,8 @@ from codereasoner.training.method_split import SPLITS, MethodSplit, manifest_pat
 from tests.commands import invoke
 from tests.conftest import synth_cases
 
+pytestmark = pytest.mark.train
+
 
 @pytest.fixture(scope="module")
 def distilled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:

@@ -25,6 +25,8 @@ from codereasoner.training.rewards import Sample, score_batch
 from tests.conftest import synth_cases
 from tests.training.test_grpo_reward import teach
 
+pytestmark = pytest.mark.train
+
 CASE = "off-0-0"  # f(172) returns [0, 0, 0]
 TAUGHT = {
     f"{CASE}/forward": ["<Answer>[0, 0, 0]</Answer>"],

@@ -28,6 +28,8 @@ from codereasoner.training.replay_teacher import ReplayTeacher, other_literal, p
 from codereasoner.training.rewards import Sample, score_batch
 from tests.training.conftest import ProbeDistill
 
+pytestmark = pytest.mark.train
+
 OUTPUTS = ("distilled.jsonl", "distill_summary.json")
 
 

@@ -35,6 +35,8 @@ from codereasoner.training.replay_teacher import other_literal
 from codereasoner.training.rewards import RESPONSE_TRUNCATED
 from tests.training.conftest import RECIPES, ProbeDistill
 
+pytestmark = pytest.mark.train
+
 VERL_MODULE = Path(__file__).resolve().parents[2] / "src/codereasoner/training/verl_reward.py"
 
 

@@ -27,6 +27,8 @@ from codereasoner.training.cases import case_items, read_cases
 from codereasoner.training.replay_teacher import ReplayTeacher, other_literal
 from tests.conftest import synth_cases
 
+pytestmark = pytest.mark.train
+
 WRONG = 0.3
 K = 3
 

@@ -30,6 +30,8 @@ from codereasoner.training.rewards import CodeReasoningReward, RewardBatch, Samp
 from codereasoner.training.trainers import build_trainer
 from tests.training.conftest import RECIPES
 
+pytestmark = pytest.mark.train
+
 VERDICTS = [None, 2.0, 0.0, 2.0]  # the code reward of the group's four completions
 RANKED = [1.0, 0.5, 0.25, 0.0]  # the reward by import path, by position in the group
 ROW = {

@@ -20,6 +20,8 @@ from codereasoner.training.rewards import (
     score_batch,
 )
 
+pytestmark = pytest.mark.train
+
 INC = "def f(x):\n    return x + 1"
 EQ_ALWAYS = (
     "class Same:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n\n"

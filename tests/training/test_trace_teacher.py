@@ -22,6 +22,8 @@ from codereasoner.training.process import (
 from tests.commands import invoke
 from tests.conftest import synth_cases
 
+pytestmark = pytest.mark.train
+
 REASONING = re.compile(r"\A<Reasoning>\n(?P<chain>.+)\n</Reasoning>\n<Answer>(?P<answer>.+)</Answer>\Z", re.S)  # fmt: skip
 # what a chain states blanked: the values after a line's colon, the value returned
 SKELETON = re.compile(r"(?<=: ).+$|(?<=return ).+$|(?<=returns ).+$", re.M)

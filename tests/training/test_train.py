@@ -34,6 +34,8 @@ from tests.commands import invoke
 from tests.training.conftest import CPU, RECIPES, Exported
 from tests.training.test_grpo_reward import Recorder
 
+pytestmark = pytest.mark.train
+
 RECIPE_FILES = sorted(RECIPES.glob("*.yaml"))
 TINY_SFT = RECIPES / "cpu-tiny-sft.yaml"
 TINY_GRPO = RECIPES / "cpu-tiny-grpo.yaml"

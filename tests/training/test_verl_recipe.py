@@ -16,8 +16,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from codereasoner.training.export import VERL_DATA_SOURCE, export
 from tests.training.test_verl_reward import MODULE, recipe_overrides, run, verl_python
+
+pytestmark = pytest.mark.train
 
 CODE = "def f(x):\n    return x + 1"
 # (direction, a right answer, a wrong answer); the call is f(172), the output 173.

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.train
+
 ROOT = Path(__file__).resolve().parents[2]
 VERL_PYTHON = ROOT / ".venv-verl" / "bin" / "python"
 MODULE = ROOT / "src" / "codereasoner" / "training" / "verl_reward.py"
