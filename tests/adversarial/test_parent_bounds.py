@@ -294,12 +294,13 @@ def test_a_forged_trace_over_the_step_cap_is_refused_fast(solo: Pool) -> None:
     # 150,000 steps against a cap of 10,000: took 159 s and 1 GB in `trace` before.
     steps = ", ".join(['{"line": 1, "frame": "f"}'] * 150_000)
     line = line_of(trace='{"steps": [' + steps + '], "events": 1}')
-    started = time.monotonic()
+    started = time.process_time()
     traced = trace_call(solo, forger(line), parse_call("f()"), TraceOptions(max_steps=10_000))
-    elapsed = time.monotonic() - started
+    spent = time.process_time() - started
     assert traced.trace is None
     assert_contained(traced.result)
-    assert elapsed < 60, elapsed  # a guard (159 s before); start-up and 3.75 MB of pipes included
+    # the parent's own CPU: reading 3.75 MB off the pipe and refusing it (159 s before)
+    assert spent < 10, spent
     started = time.process_time()
     with pytest.raises(WireFormatError, match="150000 steps"):
         check_trace_wire(json.loads(line)["trace"], TraceOptions(max_steps=10_000))

@@ -289,4 +289,6 @@ def test_an_unreachable_address_is_named_quickly() -> None:
     last_line = done.stderr.strip().splitlines()[-1]
     assert last_line.startswith("codereasoner.execution.sandbox.SandboxUnavailable: ")
     assert address in last_line
+    # a hang guard: six times the 5 s connection timeout, where Ray's own retries would wait
+    # minutes for a head that is not there
     assert time.monotonic() - started < 30
