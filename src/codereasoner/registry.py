@@ -13,10 +13,12 @@ keep working), and its text is the message itself, never quoted.
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Generic, TypeVar
 
-__all__ = ["Registry", "RegistryError"]
+__all__ = ["Registry", "RegistryError", "builtin_registrations"]
 
 T = TypeVar("T")
 
@@ -115,3 +117,29 @@ class Registry(Mapping[str, T], Generic[T]):
                 f"{self.noun} {name!r}: cannot import {target!r} ({type(exc).__name__}: {exc})"
             ) from None
         return loaded
+
+
+FAMILIES_FOLDER = Path(__file__).resolve().parent / "families"
+MANIFEST = "family.json"
+
+
+def builtin_registrations(kind: str) -> list[tuple[str, str]]:
+    """``(name, "codereasoner.families.FOLDER.MODULE:ATTRIBUTE")`` of every built-in family
+    folder's ``kind`` registrations (``benchmarks``, ``task_kinds``, ``metric_families``), found by
+    scanning ``families/*/family.json``: a new built-in family is one folder, listed nowhere
+    else. Folders come in their declared ``order``; nothing is imported."""
+    found: list[tuple[int, str, dict[str, str]]] = []
+    for manifest in sorted(FAMILIES_FOLDER.glob(f"*/{MANIFEST}")):
+        folder = manifest.parent.name
+        try:
+            declared = json.loads(manifest.read_text(encoding="utf-8"))
+            order = int(declared.get("order", 1000))
+            entries = dict(declared.get(kind) or {})
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise RegistryError(f"{manifest}: not a family manifest ({exc})") from None
+        found.append((order, folder, entries))
+    return [
+        (name, f"codereasoner.families.{folder}.{target}")
+        for _, folder, entries in sorted(found)
+        for name, target in entries.items()
+    ]

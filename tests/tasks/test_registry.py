@@ -71,7 +71,7 @@ def test_an_unknown_name_is_a_one_line_error_naming_the_known_ones() -> None:
     assert message == (
         f"unknown task kind 'haiku_prediction'; expected one of {', '.join(tasks.names())}"
     )
-    assert "\n" not in message and "output_prediction, lcb_execution, " in message
+    assert "\n" not in message and "output_prediction, input_prediction, " in message
     with pytest.raises(ValueError, match="unknown task kind 'haiku_prediction'"):
         tasks.unregister("haiku_prediction")
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from pathlib import Path
 
 import pytest
 
 from codereasoner import tasks
-from codereasoner.families import core, cruxeval, livecodebench, reval
+from codereasoner.families import cruxeval, livecodebench
 from codereasoner.tasks import Item, Templates
 from tests.conftest import SHARED_DATA
 
@@ -17,10 +18,12 @@ pytestmark = pytest.mark.full_data
 
 CRUXEVAL = SHARED_DATA / "cruxeval" / "cruxeval.jsonl"
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "codereasoner"
-# every folder of templates, with the package that reads it
+# every folder of templates, found, with the family package that reads it
 FOLDERS = {
-    PACKAGE / "families" / family.__name__.rsplit(".", 1)[1] / "templates": family.TEMPLATES
-    for family in (core, cruxeval, livecodebench, reval)
+    path.parent: importlib.import_module(
+        f"codereasoner.families.{path.parent.parent.name}"
+    ).TEMPLATES
+    for path in sorted(PACKAGE.glob("families/*/templates/SOURCES.json"))
 }
 
 

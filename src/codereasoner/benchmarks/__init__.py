@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from codereasoner import tasks
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.spec import Benchmark, Clock, Metrics, Stops
-from codereasoner.registry import Registry, RegistryError
+from codereasoner.registry import Registry, RegistryError, builtin_registrations
 
 __all__ = [
     "REGISTRY",
@@ -83,17 +83,7 @@ def get(name: str) -> Benchmark:
 
 
 # A benchmark family with a folder of its own (codereasoner/families/) sits above this layer: its
-# declarations are named here and imported on first use.
-for _name, _target in (
-    ("cruxeval-o", "cruxeval.benchmark:OUTPUT"),
-    ("cruxeval-i", "cruxeval.benchmark:INPUT"),
-    ("lcb-execution", "livecodebench.benchmark:EXECUTION_BENCHMARK"),
-    ("lcb-test-output", "livecodebench.benchmark:TEST_OUTPUT_BENCHMARK"),
-    ("reval", "reval.benchmark:BENCHMARK"),
-    ("core", "core.benchmark:CORE"),
-    ("core-output", "core.benchmark:OUTPUT"),
-    ("core-probe", "core.benchmark:PROBE"),
-    ("core-gen", "core.benchmark:GENERATED"),
-    ("cases", "cases.benchmark:CASES"),
-):
-    REGISTRY.register_lazy(_name, f"codereasoner.families.{_target}")
+# declarations are found by scanning the folders' manifests and imported on first use.
+for _name, _target in builtin_registrations("benchmarks"):
+    REGISTRY.register_lazy(_name, _target)
+del _name, _target

@@ -38,7 +38,7 @@ from codereasoner.evaluation.scoring import (
     wrong_task_warning,
 )
 from codereasoner.execution import Executor, Limits
-from codereasoner.registry import Registry
+from codereasoner.registry import Registry, builtin_registrations
 from codereasoner.tasks import Extracted, Extraction, Grading, Item, Score
 from codereasoner.tasks.plans import Memo
 
@@ -212,13 +212,10 @@ def reasons(scores: Mapping[str, Sequence[Score]]) -> dict[str, int]:
 FAMILIES: Registry[Family] = Registry("metric family")
 FAMILIES.register(PassAtK())
 # A benchmark family with a folder of its own (codereasoner/families/) sits above this layer: its
-# metric family is named here and imported on first use.
-FAMILIES.register_lazy(
-    Metrics.ACCURACY_CONSISTENCY.value, "codereasoner.families.reval.family:FAMILY"
-)
-FAMILIES.register_lazy(
-    Metrics.INVARIANCE_TRANSPARENCY.value, "codereasoner.families.core.family:FAMILY"
-)
+# metric family is found by scanning the folders' manifests and imported on first use.
+for _name, _target in builtin_registrations("metric_families"):
+    FAMILIES.register_lazy(_name, _target)
+del _name, _target
 
 
 def family_of(bench: Benchmark) -> Family:

@@ -13,7 +13,7 @@ graded and answered by the oracle through its own kind. The built-in kinds are r
 
 from __future__ import annotations
 
-from codereasoner.registry import Registry, RegistryError
+from codereasoner.registry import Registry, RegistryError, builtin_registrations
 from codereasoner.tasks.base import TaskKind
 
 __all__ = ["get", "names", "register", "unregister"]
@@ -49,21 +49,7 @@ def names() -> list[str]:
 
 
 # A benchmark family with a folder of its own (codereasoner/families/) sits above this layer: its
-# kinds are named here and imported on first use.
-for _name, _target in (
-    ("output_prediction", "cruxeval.output:KIND"),
-    ("lcb_execution", "livecodebench.execution:KIND"),
-    ("input_prediction", "cruxeval.input:KIND"),
-    ("test_output_prediction", "livecodebench.test_output:KIND"),
-    ("coverage", "reval.coverage:KIND"),
-    ("state", "reval.state:KIND"),
-    ("path", "reval.path:KIND"),
-    ("output", "reval.output:KIND"),
-    ("core_output", "core.output:KIND"),
-    ("core_probe", "core.probe:KIND"),
-    ("case_forward", "cases.reasoning:FORWARD"),
-    ("case_backward", "cases.reasoning:BACKWARD"),
-    ("case_probe", "cases.probe:KIND"),
-):
-    _KINDS.register_lazy(_name, f"codereasoner.families.{_target}")
+# kinds are found by scanning the folders' manifests and imported on first use.
+for _name, _target in builtin_registrations("task_kinds"):
+    _KINDS.register_lazy(_name, _target)
 del _name, _target
