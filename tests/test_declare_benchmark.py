@@ -226,3 +226,23 @@ def test_an_output_kind_needs_a_direct_prompt() -> None:
     assert kind.styles == ("direct", "cot")
     with pytest.raises(ValueError, match="needs a 'direct' prompt"):
         tasks.OutputPrediction("toy_kind", {"cot": "{code}"})
+
+
+def test_synthesis_decontaminates_against_a_declared_benchmark(
+    toy: Benchmark, tmp_path: Path
+) -> None:
+    """Nothing lists the benchmarks decontamination reads: a declared one is read by default,
+    its programs, calls and shown answers indexed; one declared without is left out."""
+    from codereasoner.benchmarks.programs import decontamination_benchmarks, load_benchmark_programs
+
+    root = tmp_path / "data"
+    invoke("bench", "fetch", "toy-o", "--data-dir", root)
+    assert "toy-o" in decontamination_benchmarks()
+    loaded = load_benchmark_programs(root)
+    mine = [program for program in loaded.programs if program.benchmark == "toy-o"]
+    items = toy.load(root, download=False)
+    assert "toy-o" in loaded.checked and len(mine) == len({item.program for item in items})
+    assert all(item.truth in {s for p in mine for s in p.strings} for item in items)
+    benchmarks.unregister("toy-o")
+    benchmarks.register(Benchmark(**{**toy.__dict__, "decontaminate": False}))
+    assert "toy-o" not in decontamination_benchmarks()

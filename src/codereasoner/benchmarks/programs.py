@@ -11,14 +11,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from codereasoner import benchmarks
-from codereasoner.synth.decontam import DEFAULT_BENCHMARKS, BenchmarkProgram, LoadedBenchmarks
+from codereasoner import benchmarks, tasks
+from codereasoner.synth.decontam import BenchmarkProgram, LoadedBenchmarks
+from codereasoner.tasks.output_prediction import OutputPrediction
 
-__all__ = ["load_benchmark_programs"]
+__all__ = ["decontamination_benchmarks", "load_benchmark_programs"]
 
-# Task kinds whose gold output is the answer a model writes for the shown call: that text is
-# benchmark content too (the other kinds' truths are not shown answers).
-OUTPUT_TASKS = ("output_prediction", "lcb_execution")
+
+def decontamination_benchmarks() -> list[str]:
+    """Every registered benchmark whose programs are shown to models (its declaration's
+    ``decontaminate``): the shipped ones and any a plugin adds, none listed by hand."""
+    return [name for name in benchmarks.names() if benchmarks.get(name).decontaminate]
+
+
+def answer_is_shown(task: str) -> bool:
+    """An output-prediction kind's gold is the answer a model writes for the shown call: that
+    text is benchmark content too (the other kinds' truths are not shown answers)."""
+    return isinstance(tasks.get(task), OutputPrediction)
 
 
 def _data_dir_for(
@@ -38,7 +47,7 @@ def load_benchmark_programs(
     *,
     cache: Path | None = None,
 ) -> LoadedBenchmarks:
-    """The programs of ``names`` (default: CRUXEval, LiveCodeBench execution, REval, CoRE).
+    """The programs of ``names`` (default: :func:`decontamination_benchmarks`).
 
     ``data_dir`` is a root holding one folder per dataset (``/work/shared/data`` with
     ``cruxeval/``, ``reval/``, ...), or a mapping from benchmark or dataset name to its folder,
@@ -46,7 +55,7 @@ def load_benchmark_programs(
     missing is skipped and its reason recorded; programs shared by several views of one dataset
     (CoRE's output and probe views) are kept once.
     """
-    wanted = list(names) if names is not None else list(DEFAULT_BENCHMARKS)
+    wanted = list(names) if names is not None else decontamination_benchmarks()
     programs: list[BenchmarkProgram] = []
     checked: list[str] = []
     skipped: dict[str, str] = {}
@@ -79,7 +88,7 @@ def load_benchmark_programs(
             seen.add(key)
             strings: list[str] = []
             for item in group:
-                for text in (item.call, item.truth if item.task in OUTPUT_TASKS else ""):
+                for text in (item.call, item.truth if answer_is_shown(item.task) else ""):
                     if text and text not in strings:
                         strings.append(text)
             programs.append(BenchmarkProgram(name, group[0].id, code, tuple(strings)))

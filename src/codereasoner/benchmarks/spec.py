@@ -101,6 +101,10 @@ class Benchmark:
     # The benchmark's own prompts by style, each a template of the items' fields ("{code}"),
     # in place of its task kinds' templates; its styles are then these. Empty: the kinds'.
     prompts: Mapping[str, str] = field(default_factory=dict)
+    # Synthesis decontaminates against it by default: its programs are shown to models. False
+    # for data this project makes (generated benchmarks, synthesized cases) and for a view whose
+    # programs another declaration of the same dataset already brings.
+    decontaminate: bool = True
 
     def __post_init__(self) -> None:
         where = f"benchmark {self.name!r}"

@@ -63,9 +63,6 @@ SHINGLE: Final = 5
 NEAR_THRESHOLD: Final = 0.8
 COMMON_FRACTION: Final = 0.02
 MIN_DISTINCTIVE: Final = 3
-# Output-prediction benchmarks whose programs the generated cases resemble most; CoRE's two
-# views share one dataset, so either one brings its programs.
-DEFAULT_BENCHMARKS: Final = ("cruxeval-o", "lcb-execution", "reval", "core-output", "core-probe")
 # How the 10-gram rule decides (see the module docstring); the first is the default.
 NGRAM_RULES: Final = ("literal", "specific")
 DEFAULT_RULE: Final = NGRAM_RULES[0]

@@ -41,7 +41,7 @@ from codereasoner.settings import check_at_least
 from codereasoner.synth import generators
 from codereasoner.synth.batching import Work, run_grouped
 from codereasoner.synth.case import Candidate, Drop
-from codereasoner.synth.decontam import DEFAULT_BENCHMARKS, BenchmarkIndex, Decontamination
+from codereasoner.synth.decontam import BenchmarkIndex, Decontamination
 from codereasoner.synth.dedup import Deduper
 from codereasoner.synth.filters import (
     FilterConfig,
@@ -509,8 +509,7 @@ def as_decontamination(
     index, checked = decontam
     if not checked:
         return Decontamination.skip("no benchmark data given")
-    missing = {name: "not given" for name in DEFAULT_BENCHMARKS if name not in checked}
-    return Decontamination(index, tuple(checked), missing)
+    return Decontamination(index, tuple(checked), {})  # what was left out, its caller knows
 
 
 def _replay(pipeline: Pipeline, done: int) -> None:

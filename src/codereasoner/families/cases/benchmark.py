@@ -189,6 +189,7 @@ CASES = _CasesBenchmark(
     metric_note="pass@k x 100, graded strictly whatever --grading says (a literal compared; "
     "a literal call run in the sandbox)",
     group_by=("case_id",),
+    decontaminate=False,  # the cases synthesis writes: what it decontaminates, not against
 )
 
 BENCHMARKS = (CASES,)

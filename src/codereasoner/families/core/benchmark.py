@@ -414,6 +414,7 @@ def _declare(
     dataset: str = "core",
     license: str = _LICENSE,
     upstream: str = UPSTREAM,
+    decontaminate: bool = True,
     metric_note: str = "I, Is, W, Ws, RCS x 100 and Cons (both definitions), per-problem means, "
     "mean of runs (upstream: 3); on the 60-problem release, not the paper's 91",
 ) -> Benchmark:
@@ -435,6 +436,7 @@ def _declare(
         extraction=Extraction.ROBUST,
         extractions=(Extraction.OFFICIAL, Extraction.ROBUST, Extraction.ANSWER_TAG),
         group_by=("problem",),
+        decontaminate=decontaminate,
     )
 
 
@@ -446,6 +448,7 @@ CORE = _declare(
     (OUTPUT_TASK, PROBE_TASK),
     (IO, QA),
     {"items": 2216, "outputs": 1978, "probes": 243, "graded_probes": 238, "problems": 60},
+    decontaminate=False,  # its programs are those of core-output and core-probe
 )
 OUTPUT = _declare(
     "core-output",
@@ -481,5 +484,6 @@ GENERATED = _declare(
     "over the problems of the build",
     license="as the programs it was built from (see the build's summary.json 'settings')",
     upstream="generated locally by 'codereasoner core build'",
+    decontaminate=False,  # built here, from programs decontamination reads where they come from
 )
 BENCHMARKS = (CORE, OUTPUT, PROBE, GENERATED)

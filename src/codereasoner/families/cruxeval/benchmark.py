@@ -5,6 +5,7 @@ finds an input giving ``output``. Both tasks use the same rows.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from codereasoner import values
@@ -78,10 +79,13 @@ def _declare(name: str, title: str, description: str, task: str) -> Benchmark:
 OUTPUT = _declare(
     "cruxeval-o", "CRUXEval-O", "predict the value f(input) returns", "output_prediction"
 )
-INPUT = _declare(
-    "cruxeval-i",
-    "CRUXEval-I",
-    "find an input for which f returns the given output",
-    "input_prediction",
+INPUT = replace(
+    _declare(
+        "cruxeval-i",
+        "CRUXEval-I",
+        "find an input for which f returns the given output",
+        "input_prediction",
+    ),
+    decontaminate=False,  # its programs are CRUXEval-O's: decontamination reads them there
 )
 BENCHMARKS = (OUTPUT, INPUT)

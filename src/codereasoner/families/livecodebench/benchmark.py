@@ -246,5 +246,6 @@ TEST_OUTPUT_BENCHMARK = Benchmark(
     metric_note="pass@1, pass@5 reported x 100 here (upstream prints a fraction); n=10, T=0.2",
     stops=_STOPS,
     system=TEMPLATES.text("test_output_system_generic.txt"),
+    decontaminate=False,  # its prompts show a statement and a signature, no program
 )
 BENCHMARKS = (EXECUTION_BENCHMARK, TEST_OUTPUT_BENCHMARK)
