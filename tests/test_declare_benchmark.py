@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codereasoner import benchmarks, tasks
+from codereasoner import benchmarks
 from codereasoner.benchmarks import Benchmark, Metrics, Stops
 from codereasoner.benchmarks.cache import Source
 from codereasoner.benchmarks.records import read_jsonl
 from codereasoner.cli import app
+from codereasoner.evaluation.families import family_of, tasks
 from codereasoner.tasks import Extraction, Item
 
 ROWS = [
@@ -165,8 +166,11 @@ def test_a_duplicate_declaration_is_refused(toy: Benchmark) -> None:
 
 
 def test_a_declaration_is_checked_when_made(toy: Benchmark) -> None:
-    with pytest.raises(ValueError, match="metrics 'pass@K'; expected one of pass@k"):
+    with pytest.raises(ValueError, match="metrics 'pass@K'; expected a metric family's name"):
         Benchmark(**{**toy.__dict__, "metrics": "pass@K"})
+    unknown = Benchmark(**{**toy.__dict__, "metrics": "no-such-family"})  # a plugin's, maybe
+    with pytest.raises(ValueError, match="unknown metric family 'no-such-family'; expected one"):
+        family_of(unknown)
     with pytest.raises(ValueError, match="declares no task kinds"):
         Benchmark(**{**toy.__dict__, "tasks": ()})
     with pytest.raises(ValueError, match="default extraction 'robust' is not among"):
@@ -180,12 +184,15 @@ def test_a_declaration_is_checked_when_made(toy: Benchmark) -> None:
 
 
 def test_every_metric_family_grades_and_scores() -> None:
-    from codereasoner.evaluation.families import FAMILIES, Family
+    from codereasoner.evaluation.families import FAMILIES, MetricFamily
 
     assert set(FAMILIES) == set(Metrics)
     for family in FAMILIES.values():
         for method in ("grade", "score_file", "report"):
-            assert getattr(type(family), method) is not getattr(Family, method), (family, method)
+            assert getattr(type(family), method) is not getattr(MetricFamily, method), (
+                family,
+                method,
+            )
 
 
 def test_a_failed_fetch_is_one_line_and_leaves_no_folders(toy: Benchmark, tmp_path: Path) -> None:

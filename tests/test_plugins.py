@@ -104,15 +104,83 @@ PLUGIN = textwrap.dedent(
         **{**BENCHMARK.__dict__, "name": "toy-prompted", "tasks": ("output_prediction",),
            "parse": parse_prompted, "prompts": {"direct": "TOY OWN " + PROMPT}},
     )
+
+
+    # A metric family that is not pass@k: the share of items whose every sample is right.
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from codereasoner.evaluation.families import MetricFamily
+    from codereasoner.evaluation.generations import read_generations
+    from codereasoner.evaluation.reports import Metric
+    from codereasoner.evaluation.score_options import ScoreOutcome
+    from codereasoner.evaluation.scoring import score
+
+
+    @dataclass(frozen=True)
+    class ShareReport:
+        kind: ClassVar[str] = "toy-share"
+        benchmark: str
+        items: int
+        share_right: float  # percent
+
+        def headline(self):
+            return {"share right": self.share_right}
+
+        def to_dict(self):
+            return {"benchmark": self.benchmark, "items": self.items,
+                    "share_right": self.share_right}
+
+        @classmethod
+        def from_dict(cls, data):
+            return cls(str(data["benchmark"]), int(data["items"]), float(data["share_right"]))
+
+        def metrics(self):
+            return (Metric("share right", self.share_right, "%"),)
+
+        def breakdowns(self):
+            return ()
+
+
+    def shared(bench, items, scores):
+        right = sum(all(s.correct for s in scores[item.id]) for item in items)
+        return ShareReport(bench.name, len(items), 100.0 * right / max(len(items), 1))
+
+
+    class Share(MetricFamily):
+        name = "toy-share"
+        report_type = ShareReport
+        uses_grading = strict_report = pass_at_k = False
+        marker_keys = ("share_right",)
+
+        def grade(self, bench, items, answers, pool, grading, limits, memo=None):
+            return score(bench, items, answers, pool(), grading=grading, limits=limits,
+                         memo=memo).scores
+
+        def score_file(self, bench, items, options, pool):
+            _, answers = read_generations(options.generations, items, options.extract)
+            scores = self.grade(bench, items, answers, pool, options.grading, options.limits)
+            return ScoreOutcome(shared(bench, items, scores), scores)
+
+        def report(self, bench, items, scores, run):
+            return shared(bench, items, scores)
+
+
+    SHARE = Share()
+    SHARED = Benchmark(**{**BENCHMARK.__dict__, "name": "toy-share", "metrics": "toy-share"})
     '''
 )
 ENTRY_POINTS = """\
 [codereasoner.tasks]
 toy_output = toyplugin:KIND
 
+[codereasoner.metric_families]
+toy-share = toyplugin:SHARE
+
 [codereasoner.benchmarks]
 toy-own = toyplugin:BENCHMARK
 toy-prompted = toyplugin:PROMPTED
+toy-share = toyplugin:SHARED
 
 [codereasoner.backends]
 const = toyplugin:BACKEND
@@ -191,6 +259,37 @@ def test_an_installed_benchmark_runs_through_every_command(
                  "--json")  # fmt: skip
     assert scored.returncode == 0, scored.stderr
     assert json.loads(scored.stdout)["pass@1"] == 100.0  # eval and score agree
+
+
+def test_an_installed_metric_family_shows_in_every_command(site: Path, tmp_path: Path) -> None:
+    """A plugin's benchmark whose metric is not pass@k: eval, score, and report (terminal,
+    JSON, HTML, Table 3) all show its number, through its family, with no file of this project
+    naming it."""
+    data, run = tmp_path / "data", tmp_path / "run"
+    done = cli(site, "eval", "--model", "oracle", "--bench", "toy-share", "--data-dir", data,
+               "--out", run, "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["reports"]["toy-share"]["share_right"] == 100.0
+    assert summary["headline"]["toy-share"] == {"share right": 100.0}
+    generations = tmp_path / "gens.jsonl"
+    assert cli(site, "export-generations", run, "--out", generations).returncode == 0
+    scored = cli(site, "score", "--bench", "toy-share", "-g", generations, "--data-dir", data)
+    assert scored.returncode == 0, scored.stderr
+    assert re.search(r"share right\s*│\s*100\.00\s*│\s*%", scored.stdout), scored.stdout
+    as_json = cli(site, "score", "--bench", "toy-share", "-g", generations, "--data-dir", data,
+                  "--json")  # fmt: skip
+    assert json.loads(as_json.stdout)["share_right"] == 100.0
+    page = tmp_path / "report.html"
+    shown = cli(site, "report", run, "--out", page)
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(r"share right.*100\.00", shown.stdout), shown.stdout
+    assert "share right" in page.read_text() and "100.00" in page.read_text()
+    scores = json.loads(cli(site, "report", run, "--out", page, "--json").stdout)["scores"]
+    assert scores["toy-share"]["share right"] == {"oracle": 100.0}
+    table = cli(site, "report", run, "--out", page, "--layout", "table3", "--json")
+    (row,) = json.loads(table.stdout)["table3"]["rows"]
+    assert row["scores"] == {"toy-share share right": 100.0}
 
 
 def test_a_broken_plugin_is_one_line_naming_it(tmp_path: Path) -> None:

@@ -274,7 +274,7 @@ def emit_report(report: dict, as_json: bool, show: Callable[[dict], None]) -> No
         typer.echo(dump_json(report, indent=2))
     else:
         show(report)
-    if report["sandbox_errors"]:
+    if report.get("sandbox_errors"):
         error_console.print(
             f"[yellow]warning:[/] {report['sandbox_errors']} samples hit sandbox "
             "errors (infrastructure, not the answers); the scores are incomplete"

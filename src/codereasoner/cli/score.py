@@ -32,7 +32,7 @@ from codereasoner.cli.common import (
 from codereasoner.cli.score_print_core import print_core
 from codereasoner.cli.score_print_reval import print_reval
 from codereasoner.evaluation import GenerationsError
-from codereasoner.evaluation.families import Family, ScoreOptions, ScoreOutcome, family_of
+from codereasoner.evaluation.families import MetricFamily, ScoreOptions, ScoreOutcome, family_of
 from codereasoner.evaluation.generations import check_generations_path
 from codereasoner.evaluation.metrics import COPY_POLICIES
 from codereasoner.evaluation.prompt_check import (
@@ -46,7 +46,7 @@ from codereasoner.evaluation.scoring import sample_results, write_results
 from codereasoner.execution import Executor, Limits
 from codereasoner.execution.sandbox import ISOLATION_MODES
 from codereasoner.settings import SettingError
-from codereasoner.tasks import Grading, Item
+from codereasoner.tasks import Grading, Item, Reason
 from codereasoner.tasks.base import extraction_modes
 
 
@@ -203,7 +203,8 @@ def score_command(
         except (GenerationsError, SettingError) as exc:  # the file or a setting, not a fault
             fail(flag_message(exc))
     report = {**_conclude(items, outcome, options), "prompt_hashes": hashes.to_dict()}
-    _PRINTERS[outcome.report.kind](report, as_json)
+    printer = _PRINTERS.get(outcome.report.kind) or _emit(_metrics_printer(outcome.report))
+    printer(report, as_json)
 
 
 def _checked_hashes(
@@ -248,6 +249,12 @@ def _conclude(items: list[Item], outcome: ScoreOutcome, options: ScoreOptions) -
     """The report with its warnings (also printed to stderr), with ``--subset`` how many of the
     benchmark's items it covers, and with ``--results`` where the per-sample verdicts went."""
     report = {**outcome.report.to_dict(), "warnings": outcome.warnings}
+    if "sandbox_errors" not in report:  # a family whose report does not count them itself
+        report["sandbox_errors"] = sum(
+            score.reason is Reason.SANDBOX_ERROR
+            for scores in outcome.scores.values()
+            for score in scores
+        )
     if options.subset:
         report["subset"] = {"items": len(outcome.scores), "of": len(items)}
     results = options.results
@@ -287,7 +294,7 @@ def _write_results(items: list[Item], outcome: ScoreOutcome, path: Path) -> int:
         fail(f"--results {path}: cannot write ({exc.strerror or exc})")
 
 
-def _check_applies(bench: benchmarks.Benchmark, family: Family, **given: object) -> None:
+def _check_applies(bench: benchmarks.Benchmark, family: MetricFamily, **given: object) -> None:
     """Options the benchmark's metric family does not use are refused, not ignored."""
     unused = {
         "k": not family.pass_at_k,
@@ -371,6 +378,31 @@ def _print_strict(strict: dict[str, Any]) -> None:
             safe_cell(f"{example['id']}: {example['answer']}"),
         )
     console.print(table)
+
+
+def _metrics_printer(typed: Any) -> Callable[[dict[str, Any]], None]:
+    """Any metric family's report, as its ``metrics()`` and ``breakdowns()`` give it (the
+    families with a printer of their own are in _PRINTERS)."""
+
+    def show(report: dict[str, Any]) -> None:
+        print_plain(f"{report.get('benchmark', '')}: {typed.kind} metrics")
+        table = Table()
+        for column in ("metric", "value", "unit"):
+            table.add_column(column, justify="left" if column != "value" else "right")
+        for metric in typed.metrics():
+            table.add_row(safe_cell(metric.name), metric.text(), safe_cell(metric.unit))
+        console.print(table)
+        for breakdown in typed.breakdowns():
+            print_plain(f"{breakdown.title}: {breakdown.note}")
+            rows = Table()
+            for column in ("", *breakdown.columns):
+                rows.add_column(safe_cell(column) or "category")
+            for name, row in breakdown.rows.items():
+                cells = ["-" if row.get(c) is None else f"{row[c]:.4g}" for c in breakdown.columns]
+                rows.add_row(safe_cell(name), *cells)
+            console.print(rows)
+
+    return show
 
 
 def _emit(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any], bool], None]:

@@ -2,7 +2,7 @@
 
 A benchmark names its family in its declaration (``Benchmark.metrics``); the runner, ``score``
 and ``report`` ask the family, never the benchmark's name. ``eval`` grades with
-:meth:`Family.grade` and ``score`` with :meth:`Family.score_file`, which reads the file and then
+:meth:`MetricFamily.grade` and ``score`` with :meth:`MetricFamily.score_file`, which reads the file and then
 calls that same ``grade``: the two agree by construction. Three families exist:
 
 - ``pass@k``: verdicts in the sandbox under ``--grading``, pass@k with breakdowns;
@@ -12,6 +12,7 @@ calls that same ``grade``: the two agree by construction. Three families exist:
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -44,10 +45,11 @@ from codereasoner.tasks.plans import Memo
 
 __all__ = [
     "FAMILIES",
-    "Family",
+    "MetricFamily",
     "RunReport",
     "ScoreOptions",
     "ScoreOutcome",
+    "family_named",
     "family_of",
     "load_report",
 ]
@@ -68,7 +70,7 @@ class RunReport:
     elapsed: float
 
 
-class Family:
+class MetricFamily:
     """One metric family; subclasses override :meth:`grade` and :meth:`report`."""
 
     name: str = ""
@@ -127,8 +129,23 @@ class Family:
         of a run's items: the items runs have in common)."""
         return self.report(bench, items, scores, run)
 
+    # -- how reports show it (``result``: a report's BenchmarkResult, with ``metrics`` and
+    # ``metric(name)``) ---------------------------------------------------------------------
 
-class PassAtK(Family):
+    def headline_metrics(self, result: Any) -> list[tuple[str, Any]]:
+        """The benchmark's Table 3 columns, ``(name, Metric or None)``: by default the first
+        metric its report lists."""
+        metrics = list(result.metrics)
+        return [(metrics[0].name, metrics[0])] if metrics else []
+
+    def overview_metric(self, result: Any) -> tuple[str, Any]:
+        """The one number per benchmark in the report's overview plot (default: the first
+        Table 3 column)."""
+        found = self.headline_metrics(result)
+        return found[0] if found else ("", None)
+
+
+class PassAtK(MetricFamily):
     name = PassReport.kind
     report_type = PassReport
 
@@ -182,6 +199,12 @@ class PassAtK(Family):
         also = {} if strict is None else {"strict": strict.scores}
         return ScoreOutcome(report, official.scores, also, [text for text in warnings if text])
 
+    def headline_metrics(self, result: Any) -> list[tuple[str, Any]]:
+        """The lowest pass@k stored (pass@1)."""
+        ks = [metric for metric in result.metrics if re.fullmatch(r"pass@\d+", metric.name)]
+        first = min(ks, key=lambda metric: int(metric.name.removeprefix("pass@")), default=None)
+        return [(first.name, first)] if first else []
+
     def report(
         self,
         bench: Benchmark,
@@ -209,7 +232,7 @@ def reasons(scores: Mapping[str, Sequence[Score]]) -> dict[str, int]:
     return dict(tally.most_common())
 
 
-FAMILIES: Registry[Family] = Registry("metric family")
+FAMILIES: Registry[MetricFamily] = Registry("metric family")
 FAMILIES.register(PassAtK())
 # A benchmark family with a folder of its own (codereasoner/families/) sits above this layer: its
 # metric family is found by scanning the folders' manifests and imported on first use.
@@ -218,7 +241,16 @@ for _name, _target in builtin_registrations("metric_families"):
 del _name, _target
 
 
-def family_of(bench: Benchmark) -> Family:
+def family_named(kind: str) -> MetricFamily:
+    """The metric family registered as ``kind``; for a kind no longer installed (a store of a
+    plugin's benchmark read without the plugin), the defaults every family has."""
+    try:
+        return FAMILIES[kind]
+    except KeyError:
+        return MetricFamily()
+
+
+def family_of(bench: Benchmark) -> MetricFamily:
     try:
         return FAMILIES[bench.metrics]
     except KeyError:

@@ -25,6 +25,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from codereasoner import benchmarks, models, tasks
+from codereasoner.evaluation.families import FAMILIES, MetricFamily
 from codereasoner.programs.rewrites import REWRITES, Rewrite
 
 __all__ = ["GROUPS", "PluginError", "load_plugins"]
@@ -51,9 +52,20 @@ def _rewrite(found: Any) -> None:
         REWRITES.register(found)
 
 
+def _metric_family(found: Any) -> None:
+    if not isinstance(found, MetricFamily) or not found.name:
+        raise TypeError(
+            "expected a named codereasoner.evaluation.families.MetricFamily, got "
+            f"{type(found).__name__}"
+        )
+    if FAMILIES.get(found.name) is not found:
+        FAMILIES.register(found)
+
+
 # In registration order; each registers one loaded object.
 GROUPS: dict[str, Callable[[Any], None]] = {
     "codereasoner.tasks": tasks.register,  # registering the same kind again does nothing
+    "codereasoner.metric_families": _metric_family,
     "codereasoner.benchmarks": _benchmark,
     "codereasoner.backends": _backend,
     "codereasoner.rewrites": _rewrite,

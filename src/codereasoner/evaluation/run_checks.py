@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner.benchmarks import Benchmark
-from codereasoner.evaluation.families import Family
+from codereasoner.evaluation.families import MetricFamily
 from codereasoner.evaluation.run_settings import LIMIT_WARNING_SHARE, ORACLE
 from codereasoner.evaluation.scoring import (
     PARSE_FAILURES,
@@ -36,7 +36,7 @@ class Resolved:
     """One benchmark, resolved: its items and how they are prompted, read and graded."""
 
     bench: Benchmark
-    family: Family
+    family: MetricFamily
     items: list[Item]
     style: str
     extraction: Extraction

@@ -21,6 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.typing import RcKeyType
 
+from codereasoner.evaluation.families import family_named
 from codereasoner.evaluation.report.compare import Comparison, compare
 from codereasoner.evaluation.report.data import (
     CORE,
@@ -34,7 +35,6 @@ from codereasoner.evaluation.report.data import (
     pass_keys,
     reval_metrics,
 )
-from codereasoner.evaluation.report.table3 import headline_metrics
 
 RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "codereasoner-report",
@@ -123,15 +123,10 @@ def _holding(
 
 
 def headline(result: BenchmarkResult) -> tuple[str, Metric | None]:
-    """The one number per benchmark in the overview plot: the Table 3 column
-    (:func:`headline_metrics`), REval's average accuracy for its four, CoRE's Ws where it has
-    no I (a run of its probes alone)."""
-    if result.kind == REVAL:
-        return "avg acc x100", result.metric("average acc")
-    found = headline_metrics(result)
-    if result.kind == CORE and not (found and found[0][1] and found[0][1].value is not None):
-        found = [("Ws", result.metric("Ws"))]
-    return found[0] if found else ("", None)
+    """The one number per benchmark in the overview plot, from its metric family (the Table 3
+    column; REval's average accuracy for its four)."""
+    found: tuple[str, Metric | None] = family_named(result.kind).overview_metric(result)
+    return found
 
 
 def percent(metric: Metric | None) -> tuple[float | None, float | None]:

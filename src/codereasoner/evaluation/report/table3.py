@@ -1,26 +1,22 @@
 """The layout of CodeReasoner's Table 3: runs in rows, headline scores in columns, their mean.
 
-Each benchmark gives the columns of its metric family (never of its name): pass@k families
-their lowest pass@k (pass@1), the REval family one accuracy per question kind, the CoRE family
-its I; all in percent. A row's ``avg`` is the unweighted mean of the columns it has; a run
+Each benchmark gives the columns its metric family chooses (``MetricFamily.headline_metrics``;
+never by its name): pass@k its lowest pass@k (pass@1), REval one accuracy per question kind,
+CoRE its I, a plugin's family its own; all in percent. A row's ``avg`` is the unweighted mean of the columns it has; a run
 missing some (its benchmark not run, or no value) is averaged over the others and flagged.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
-from codereasoner.evaluation.families import FAMILIES
+from codereasoner.evaluation.families import family_named
 from codereasoner.evaluation.report.compare import Comparison, compare
 from codereasoner.evaluation.report.data import (
-    CORE,
     FRACTION,
-    PASSK,
-    REVAL,
     BenchmarkResult,
     Metric,
     ReportDataError,
@@ -45,15 +41,6 @@ __all__ = [
 ]
 
 LAYOUTS = ("benchmarks", "table3")  # the default first
-CORE_HEADLINE = "I"
-PROBE_HEADLINE = "Ws"  # CoRE's probe benchmarks score the trace statements only
-# one accuracy per REval question kind (coverage: accuracy, not F1)
-
-
-def reval_columns() -> tuple[str, ...]:
-    """One accuracy per REval question kind (coverage: accuracy, not F1), from its family."""
-    labels: tuple[str, ...] = FAMILIES[REVAL].report_type.ACCURACY_LABELS
-    return labels
 
 
 MISSING_MARK = "*"
@@ -213,18 +200,8 @@ def average_text(row: Row) -> str:
 
 def headline_metrics(result: BenchmarkResult) -> list[tuple[str, Metric | None]]:
     """The benchmark's Table 3 columns, ``(name, metric)``, from its metric family."""
-    if result.kind == PASSK:
-        ks = [m for m in result.metrics if re.fullmatch(r"pass@\d+", m.name)]
-        first = min(ks, key=lambda m: int(m.name.removeprefix("pass@")), default=None)
-        return [(first.name, first)] if first else []
-    if result.kind == REVAL:
-        return [(label, result.metric(label)) for label in reval_columns()]
-    if result.kind == CORE:
-        headline = result.metric(CORE_HEADLINE)
-        if headline is None or headline.value is None:  # probes: no invariance, only Ws
-            return [(PROBE_HEADLINE, result.metric(PROBE_HEADLINE))]
-        return [(CORE_HEADLINE, headline)]
-    return []
+    found: list[tuple[str, Metric | None]] = family_named(result.kind).headline_metrics(result)
+    return found
 
 
 def headline_scores(result: BenchmarkResult) -> list[tuple[str, float | None]]:

@@ -1,13 +1,14 @@
 """CoRE's metric family: literal comparisons (no sandbox) under the project grading, which the
 stored verdicts hold, and the ancestor's, which the report adds; I, Is, W, Ws, RCS and Cons
-(:class:`~codereasoner.evaluation.families.Family`)."""
+(:class:`~codereasoner.evaluation.families.MetricFamily`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from codereasoner.benchmarks import Benchmark
-from codereasoner.evaluation.families import Family, PoolOpener, RunReport, reasons
+from codereasoner.evaluation.families import MetricFamily, PoolOpener, RunReport, reasons
 from codereasoner.evaluation.generations import GenerationsError, read_generations
 from codereasoner.evaluation.reports import Report
 from codereasoner.evaluation.score_options import ScoreOptions, ScoreOutcome
@@ -21,14 +22,24 @@ from codereasoner.tasks.plans import Memo
 
 __all__ = ["FAMILY", "Core"]
 
+HEADLINE = "I"
+PROBE_HEADLINE = "Ws"  # CoRE's probe benchmarks score the trace statements only
 
-class Core(Family):
+
+class Core(MetricFamily):
     name = CoreReport.kind
     report_type = CoreReport
     uses_grading = False
     uses_sandbox = False
     pass_at_k = False
     marker_keys = ("variants",)
+
+    def headline_metrics(self, result: Any) -> list[tuple[str, Any]]:
+        """I, under the project grading; Ws for a run of the probes alone (no I)."""
+        found = result.metric(HEADLINE)
+        if found is None or found.value is None:
+            return [(PROBE_HEADLINE, result.metric(PROBE_HEADLINE))]
+        return [(HEADLINE, found)]
 
     def grade(
         self,

@@ -1,14 +1,15 @@
 """REval's metric family: four question kinds graded per answer (output answers in the
 sandbox), accuracies per kind, coverage F1 and Incremental Consistency
-(:class:`~codereasoner.evaluation.families.Family`)."""
+(:class:`~codereasoner.evaluation.families.MetricFamily`)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from codereasoner.benchmarks import Benchmark
-from codereasoner.evaluation.families import Family, PoolOpener, RunReport
+from codereasoner.evaluation.families import MetricFamily, PoolOpener, RunReport
 from codereasoner.evaluation.generations import GenerationsError
 from codereasoner.evaluation.reports import Report
 from codereasoner.evaluation.score_options import ScoreOptions, ScoreOutcome
@@ -28,13 +29,21 @@ from codereasoner.tasks.plans import Memo
 __all__ = ["FAMILY", "Reval"]
 
 
-class Reval(Family):
+class Reval(MetricFamily):
     name = RevalReport.kind
     report_type = RevalReport
     strict_report = False
     pass_at_k = False
     marker_keys = ("avg_acc", "by_source")
     reads_folders = True
+
+    def headline_metrics(self, result: Any) -> list[tuple[str, Any]]:
+        """One accuracy per question kind (coverage: accuracy, not F1)."""
+        return [(label, result.metric(label)) for label in RevalReport.ACCURACY_LABELS]
+
+    def overview_metric(self, result: Any) -> tuple[str, Any]:
+        """The average of the four accuracies (x100 in the overview plot)."""
+        return "avg acc x100", result.metric("average acc")
 
     def grade(
         self,
