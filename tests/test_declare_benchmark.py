@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codereasoner import benchmarks
+from codereasoner import benchmarks, tasks
 from codereasoner.benchmarks import Benchmark, Metrics, Stops
 from codereasoner.benchmarks.cache import Source
 from codereasoner.benchmarks.records import read_jsonl
 from codereasoner.cli import app
-from codereasoner.evaluation.families import family_of, tasks
+from codereasoner.evaluation.families import family_of
 from codereasoner.tasks import Extraction, Item
 
 ROWS = [
