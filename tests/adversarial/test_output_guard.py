@@ -104,7 +104,11 @@ def test_train_refuses_a_folder_it_did_not_create(tmp_path: Path) -> None:
         '"completion": [{"role": "assistant", "content": "a"}]}\n'
     )
     recipe = Path(__file__).resolve().parents[2] / "recipes" / "cpu-tiny-sft.yaml"
-    done = invoke("train", "sft", "--config", recipe, f"output_dir={folder}", f"dataset={rows}")
+    model = tmp_path / "model"  # refused before any model loads: a folder that names one will do
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    done = invoke("train", "sft", "--config", recipe, f"output_dir={folder}", f"dataset={rows}",
+                  f"model_name_or_path={model}")  # fmt: skip
     refused(done, "holds README.md, which no training run wrote")
     assert sorted(path.name for path in folder.iterdir()) == [".lock", "README.md"]
     assert (folder / "README.md").read_text() == "my notes\n"

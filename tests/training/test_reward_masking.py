@@ -141,7 +141,7 @@ def test_every_term_abstains_where_the_code_reward_does_and_pickles(
     context = RewardContext(recipe.train, recipe.config)
     real = build_rewards(recipe.train.rewards, context, "recipe")
     loaded = pickle.loads(pickle.dumps(real))  # TRL's async worker pickles its rewards
-    expected = ["format_reward", "length_penalty", "ranked", "code_reasoning", "process", "later"]
+    expected = ["format", "length", "ranked", "code_reasoning", "process", "later"]
     for functions in (real, loaded):
         assert [get_callable_name(f) for f in functions] == expected
         assert [f.code is functions[3] for f in functions if f is not functions[3]] == [True] * 5

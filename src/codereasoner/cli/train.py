@@ -47,7 +47,9 @@ def _run(stage: str, config: Path, overrides: list[str] | None, dry_run: bool) -
     from codereasoner.synth.writer import FolderBusy
 
     try:
-        recipe = load_recipe(stage, config, overrides or [], hardware=not dry_run, inputs=True)
+        recipe = load_recipe(
+            stage, config, overrides or [], hardware=not dry_run, inputs=not dry_run
+        )  # a dry run checks a recipe whose model an earlier stage has yet to train
         if dry_run:
             read_data(recipe)  # the rows as training reads them: one error line when bad
             _print_settings(recipe)

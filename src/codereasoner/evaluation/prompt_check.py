@@ -44,7 +44,10 @@ def file_hashes(path: Path) -> dict[str, list[str]]:
     """``{id: prompt hashes}`` of a JSON Lines generations file (read again for its errors);
     an official file (one object of answers) has none."""
     found: dict[str, list[str]] = {}
-    text = read_text_bounded(path)
+    try:
+        text = read_text_bounded(path)
+    except (OSError, UnicodeDecodeError):
+        return {}  # unreadable: reading the generations says so, in one line
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue

@@ -508,6 +508,10 @@ def _core_variants(runs: Sequence[Run], labels: Sequence[str], comparison: Compa
     )
 
 
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _reasons_table(runs: Sequence[Run], labels: Sequence[str], name: str) -> str:
     """Verdict counts per run (REval's and CoRE's nested per kind or grading are flattened)."""
     counts: list[dict[str, int] | None] = []
@@ -521,10 +525,10 @@ def _reasons_table(runs: Sequence[Run], labels: Sequence[str], name: str) -> str
         if result.kind == CORE:
             reasons = report.get("variants", {}).get("project", {}).get("reasons")
         flat: dict[str, int] = {}
-        for key, value in (reasons or {}).items():
-            if isinstance(value, dict):
-                flat.update({f"{key}: {inner}": int(n) for inner, n in value.items()})
-            elif isinstance(value, int):
+        for key, value in (reasons if isinstance(reasons, dict) else {}).items():
+            if isinstance(value, dict):  # a store's counts are numbers; anything else is skipped
+                flat.update({f"{key}: {inner}": n for inner, n in value.items() if _count(n)})
+            elif _count(value):
                 flat[key] = value
         counts.append(flat)
     keys = sorted({key for flat in counts if flat for key in flat})
