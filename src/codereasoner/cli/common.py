@@ -24,14 +24,17 @@ from typing import Annotated, NoReturn, cast
 
 import typer
 import typer.core
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from rich.text import Text
 from typer import _click  # typer's own click, which its commands and parameters are built on
 
 from codereasoner.cli.progress import LineProgress
+from codereasoner.evaluation.terminal import console as console
+from codereasoner.evaluation.terminal import error_console as error_console
+from codereasoner.evaluation.terminal import print_plain as print_plain
+from codereasoner.evaluation.terminal import safe_cell as safe_cell
+from codereasoner.evaluation.terminal import safe_markup as safe_markup
+from codereasoner.evaluation.terminal import safe_text as safe_text
 from codereasoner.execution import (
     Call,
     CallSyntaxError,
@@ -47,47 +50,12 @@ from codereasoner.execution.executor import check_executor as check_executor_spe
 from codereasoner.settings import SettingError
 
 # No emoji codes: a file name such as "x:smile:.py" is shown as typed, like markup in it.
-console = Console(emoji=False)
 
 DATA_DIR_OPTION = typer.Option(
     "--data-dir",
     help="Benchmark data: the data root (one folder per dataset: cruxeval/, livecodebench/, "
     "reval/, core/) or the benchmark's own folder (default: the download cache).",
 )
-error_console = Console(stderr=True, emoji=False)
-
-# C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), bidi controls, lone
-# surrogates (which cannot even be encoded for the terminal).
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def safe_text(text: object) -> str:
-    """Untrusted text made safe for a terminal: control characters shown as escapes."""
-    return _UNSAFE.sub(_visible, text if type(text) is str else str(text))
-
-
-def safe_markup(text: object) -> str:
-    """:func:`safe_text`, escaped for Rich markup (for text the user typed, such as a file name;
-    prefer :func:`safe_cell` for text from the sandbox). The consoles here render no ``:emoji:``
-    codes, so ``x:smile:.py`` is shown as typed."""
-    return escape(safe_text(text))
-
-
-def safe_cell(text: object, style: str = "") -> Text:
-    """:func:`safe_text` as a Rich ``Text``: no markup, no emoji codes, no highlighting."""
-    return Text(safe_text(text), style=style)
-
-
-def print_plain(text: str) -> None:
-    """One line as typed: never markup, control characters made visible."""
-    console.print(safe_cell(text), highlight=False, soft_wrap=True)
 
 
 def _finite(value: object) -> object:

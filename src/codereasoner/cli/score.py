@@ -9,16 +9,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from codereasoner import benchmarks
-from codereasoner.benchmarks import Metrics
 from codereasoner.cli.common import (
     DATA_DIR_OPTION,
     IsolationFlag,
     check_file,
-    console,
-    dump_json,
     emit_report,
     error_console,
     fail,
@@ -29,8 +25,6 @@ from codereasoner.cli.common import (
     safe_cell,
     safe_markup,
 )
-from codereasoner.cli.score_print_core import print_core
-from codereasoner.cli.score_print_reval import print_reval
 from codereasoner.evaluation import GenerationsError
 from codereasoner.evaluation.families import MetricFamily, ScoreOptions, ScoreOutcome, family_of
 from codereasoner.evaluation.generations import check_generations_path
@@ -41,7 +35,6 @@ from codereasoner.evaluation.prompt_check import (
     PromptMismatch,
     check_prompt_hashes,
 )
-from codereasoner.evaluation.reports import PERCENT, Metric, PassReport
 from codereasoner.evaluation.scoring import sample_results, write_results
 from codereasoner.execution import Executor, Limits
 from codereasoner.execution.sandbox import ISOLATION_MODES
@@ -203,8 +196,7 @@ def score_command(
         except (GenerationsError, SettingError) as exc:  # the file or a setting, not a fault
             fail(flag_message(exc))
     report = {**_conclude(items, outcome, options), "prompt_hashes": hashes.to_dict()}
-    printer = _PRINTERS.get(outcome.report.kind) or _emit(_metrics_printer(outcome.report))
-    printer(report, as_json)
+    emit_report(report, as_json, _with_subset(family.print_report))
 
 
 def _checked_hashes(
@@ -314,108 +306,6 @@ def _check_applies(bench: benchmarks.Benchmark, family: MetricFamily, **given: o
             fail(f"{flags.get(key, '--' + key)} does not apply to {bench.name} ({why})")
 
 
-def _print(report: dict[str, Any]) -> None:
-    ks = [key for key in report if key.startswith("pass@")]
-    how = f"{report['grading']} grading, copies: {report['copies']}"
-    if "extraction" in report:
-        how += f", {report['extraction']} extraction of {report['style']} completions"
-    print_plain(
-        f"{report['benchmark']}: {report['items']} items, {report['samples']} samples ({how})"
-    )
-    table = Table()
-    table.add_column("metric")
-    table.add_column("official", justify="right")
-    if "strict" in report:
-        table.add_column("strict", justify="right")
-    for key in ks:
-        row = [key, _with_interval(report, key, report["items"])]
-        if "strict" in report:
-            row.append(_with_interval(report["strict"], key, report["items"]))
-        table.add_row(*row)
-    console.print(table)
-    breakdown = report["breakdown"]
-    print_plain(f"by {breakdown['by']}: {breakdown['note']}")
-    by = Table()
-    for column in ["category", "items", *ks]:
-        by.add_column(column, justify="left" if column == "category" else "right")
-    for name, row in breakdown["rows"].items():
-        by.add_row(safe_cell(name), str(row["items"]), *(f"{row[key]:.2f}" for key in ks))
-    console.print(by)
-    reasons = ", ".join(f"{name} {count}" for name, count in report["reasons"].items())
-    print_plain(f"verdicts: {reasons}")
-    if "strict" in report:
-        _print_strict(report["strict"])
-    console.print(
-        f"[dim]pass@k in percent [Wilson 95% interval over items]; graded in "
-        f"{report['wall_s']:.1f} s[/]"
-    )
-
-
-def _with_interval(part: dict[str, Any], key: str, items: int) -> str:
-    """``pass@k`` with its Wilson 95% interval over the items (the report's JSON keeps the
-    standard error too, as lm-evaluation-harness reports it)."""
-    error = (part.get("stderr") or {}).get(key)
-    return Metric(key, part[key], PERCENT, error, items or None).text()
-
-
-def _print_strict(strict: dict[str, Any]) -> None:
-    console.print(
-        f"official vs strict grading: {strict['disagreements']} samples differ", highlight=False
-    )
-    if not strict["groups"]:
-        return
-    table = Table()
-    for column in ("official", "strict", "samples", "items", "why", "example"):
-        table.add_column(column, overflow="fold")
-    for group in strict["groups"]:
-        example = group["examples"][0]
-        table.add_row(
-            group["official"],
-            group["strict"],
-            str(group["count"]),
-            str(group["items"]),
-            safe_cell(group["note"]),
-            safe_cell(f"{example['id']}: {example['answer']}"),
-        )
-    console.print(table)
-
-
-def _metrics_printer(typed: Any) -> Callable[[dict[str, Any]], None]:
-    """Any metric family's report, as its ``metrics()`` and ``breakdowns()`` give it (the
-    families with a printer of their own are in _PRINTERS)."""
-
-    def show(report: dict[str, Any]) -> None:
-        print_plain(f"{report.get('benchmark', '')}: {typed.kind} metrics")
-        table = Table()
-        for column in ("metric", "value", "unit"):
-            table.add_column(column, justify="left" if column != "value" else "right")
-        for metric in typed.metrics():
-            table.add_row(safe_cell(metric.name), metric.text(), safe_cell(metric.unit))
-        console.print(table)
-        for breakdown in typed.breakdowns():
-            print_plain(f"{breakdown.title}: {breakdown.note}")
-            rows = Table()
-            for column in ("", *breakdown.columns):
-                rows.add_column(safe_cell(column) or "category")
-            for name, row in breakdown.rows.items():
-                cells = ["-" if row.get(c) is None else f"{row[c]:.4g}" for c in breakdown.columns]
-                rows.add_row(safe_cell(name), *cells)
-            console.print(rows)
-
-    return show
-
-
-def _emit(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any], bool], None]:
-    return lambda report, as_json: emit_report(report, as_json, _with_subset(show))
-
-
-def _emit_core(report: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        typer.echo(dump_json(report, indent=2))
-    else:
-        _with_subset(print_core)(report)
-
-
 def _with_subset(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
     """``show``, after a line saying a ``--subset`` report covers only some of the items."""
 
@@ -429,13 +319,6 @@ def _with_subset(show: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, 
         show(report)
 
     return shown
-
-
-_PRINTERS: dict[str, Callable[[dict[str, Any], bool], None]] = {
-    PassReport.kind: _emit(_print),
-    Metrics.ACCURACY_CONSISTENCY: _emit(print_reval),
-    Metrics.INVARIANCE_TRANSPARENCY: _emit_core,
-}
 
 
 def register(app: typer.Typer) -> None:

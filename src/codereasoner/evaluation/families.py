@@ -29,6 +29,7 @@ from codereasoner.evaluation.reports import (
     pass_report,
 )
 from codereasoner.evaluation.score_options import ScoreOptions, ScoreOutcome
+from codereasoner.evaluation.score_printing import print_metrics, print_pass_report
 from codereasoner.evaluation.scoring import (
     Scored,
     check_ks,
@@ -138,6 +139,11 @@ class MetricFamily:
         metrics = list(result.metrics)
         return [(metrics[0].name, metrics[0])] if metrics else []
 
+    def print_report(self, report: dict[str, Any]) -> None:
+        """Show a stored or scored report (its ``to_dict()``) on the terminal: by default its
+        ``metrics()`` and ``breakdowns()``."""
+        print_metrics(self.from_dict(report), report)
+
     def overview_metric(self, result: Any) -> tuple[str, Any]:
         """The one number per benchmark in the report's overview plot (default: the first
         Table 3 column)."""
@@ -198,6 +204,9 @@ class PassAtK(MetricFamily):
         warnings = [wrong_task, parse_failure_warning(bench, official.scores, fmt)]
         also = {} if strict is None else {"strict": strict.scores}
         return ScoreOutcome(report, official.scores, also, [text for text in warnings if text])
+
+    def print_report(self, report: dict[str, Any]) -> None:
+        print_pass_report(report)
 
     def headline_metrics(self, result: Any) -> list[tuple[str, Any]]:
         """The lowest pass@k stored (pass@1)."""

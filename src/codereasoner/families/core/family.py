@@ -16,6 +16,7 @@ from codereasoner.evaluation.scoring import parse_failure_warning, score
 from codereasoner.execution import Limits
 from codereasoner.families.core.metrics import report as core_metrics_report
 from codereasoner.families.core.metrics import runs
+from codereasoner.families.core.printer import print_core
 from codereasoner.families.core.report import CoreReport, core_report
 from codereasoner.tasks import Answer, Extracted, Grading, Item, ParseFailure, Score
 from codereasoner.tasks.plans import Memo
@@ -33,6 +34,9 @@ class Core(MetricFamily):
     uses_sandbox = False
     pass_at_k = False
     marker_keys = ("variants",)
+
+    def print_report(self, report: dict[str, Any]) -> None:
+        print_core(report)
 
     def headline_metrics(self, result: Any) -> list[tuple[str, Any]]:
         """I, under the project grading; Ws for a run of the probes alone (no I)."""

@@ -15,6 +15,7 @@ from codereasoner.evaluation.reports import Report
 from codereasoner.evaluation.score_options import ScoreOptions, ScoreOutcome
 from codereasoner.evaluation.scoring import parse_failure_warning
 from codereasoner.execution import Limits
+from codereasoner.families.reval.printer import print_reval
 from codereasoner.families.reval.report import RevalReport, reval_report
 from codereasoner.families.reval.scoring import (
     RevalScored,
@@ -36,6 +37,9 @@ class Reval(MetricFamily):
     pass_at_k = False
     marker_keys = ("avg_acc", "by_source")
     reads_folders = True
+
+    def print_report(self, report: dict[str, Any]) -> None:
+        print_reval(report)
 
     def headline_metrics(self, result: Any) -> list[tuple[str, Any]]:
         """One accuracy per question kind (coverage: accuracy, not F1)."""

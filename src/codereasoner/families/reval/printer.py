@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from codereasoner.cli.common import console, safe_cell
+from codereasoner.evaluation.terminal import console, safe_cell
 
 __all__ = ["print_reval"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from codereasoner.cli.common import print_plain
+from codereasoner.evaluation.terminal import print_plain
 
 __all__ = ["print_core", "report_lines"]
 
