@@ -144,6 +144,15 @@ class MetricFamily:
         ``metrics()`` and ``breakdowns()``."""
         print_metrics(self.from_dict(report), report)
 
+    def report_figures(self, runs: Any, labels: Any, comparison: Any) -> list[str]:
+        """HTML parts of the report page's section of one benchmark, before its breakdowns
+        (``comparison.benchmark``: which one): none by default."""
+        return []
+
+    def verdict_counts(self, report: Mapping[str, Any]) -> Any:
+        """The report's verdict counts (``{reason: n}``, or nested one level)."""
+        return report.get("reasons")
+
     def overview_metric(self, result: Any) -> tuple[str, Any]:
         """The one number per benchmark in the report's overview plot (default: the first
         Table 3 column)."""
@@ -207,6 +216,12 @@ class PassAtK(MetricFamily):
 
     def print_report(self, report: dict[str, Any]) -> None:
         print_pass_report(report)
+
+    def report_figures(self, runs: Any, labels: Any, comparison: Any) -> list[str]:
+        from codereasoner.evaluation.report import html, plots
+
+        name = comparison.benchmark
+        return [html.figure(plots.passk_plot(runs, labels, name), f"{name}: pass@k per run.")]
 
     def headline_metrics(self, result: Any) -> list[tuple[str, Any]]:
         """The lowest pass@k stored (pass@1)."""

@@ -15,13 +15,12 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
+from codereasoner.evaluation.families import family_named
 from codereasoner.evaluation.report import plots
 from codereasoner.evaluation.report.compare import Comparison, compare
 from codereasoner.evaluation.report.data import (
     CORE,
     FRACTION,
-    PASSK,
-    REVAL,
     Breakdown,
     Failure,
     Run,
@@ -229,7 +228,7 @@ def _runs_section(runs: Sequence[Run], labels: Sequence[str]) -> str:
     return f'<section id="runs"><h2>Runs</h2>{_table(table)}{note}</section>'
 
 
-def _figure(svg: str | None, caption: str) -> str:
+def figure(svg: str | None, caption: str) -> str:
     if svg is None:
         return ""
     return f'<figure>{svg}<figcaption class="muted">{escape(caption)}</figcaption></figure>'
@@ -344,7 +343,7 @@ def _scores_section(
     )
     return (
         '<section id="scores"><h2>Scores</h2>'
-        + _figure(
+        + figure(
             plots.scores_plot(runs, labels),
             "Headline score per benchmark and run, in percent (pass@k families: pass@1; "
             "CoRE: I, or Ws where it has no output items; REval: average accuracy x100), "
@@ -365,27 +364,11 @@ def _benchmark_section(
     results = [run.benchmarks.get(name) for run in runs]
     kinds = {result.kind for result in results if result}
     parts = [f'<section id="{benchmark_anchor(index)}"><h2>{escape(name)}</h2>']
-    if PASSK in kinds:
-        parts.append(_figure(plots.passk_plot(runs, labels, name), f"{name}: pass@k per run."))
-    if CORE in kinds:
-        parts.append(
-            _figure(
-                plots.core_plot(runs, labels, name),
-                "Invariance vs process transparency; on the dashed diagonal a model "
-                "is as right about the process as about the result.",
-            )
-        )
-        parts.append(_core_variants(runs, labels, comparison))
-    if REVAL in kinds:
-        parts.append(
-            _figure(
-                plots.reval_plot(runs, labels, name),
-                f"{name}: accuracy per question kind (fractions).",
-            )
-        )
+    for kind in sorted(kinds):  # each family's own figures and tables, asked of the family
+        parts.extend(family_named(kind).report_figures(runs, labels, comparison))
     count = max((len(result.breakdowns) for result in results if result), default=0)
     for table_index in range(count):
-        parts.append(_figure(plots.breakdown_plot(runs, labels, name, table_index), ""))
+        parts.append(figure(plots.breakdown_plot(runs, labels, name, table_index), ""))
         parts.append(_breakdown_table(runs, labels, comparison, table_index, anchors))
     parts.append(_reasons_table(runs, labels, name))
     parts.append("</section>")
@@ -459,7 +442,7 @@ def _degenerate(mean: Mapping[str, object], metric: str) -> bool:
     return not _number(mean.get("I")) and not _number(mean.get(DEGENERATE_WITH[metric]))
 
 
-def _core_variants(runs: Sequence[Run], labels: Sequence[str], comparison: Comparison) -> str:
+def core_variants(runs: Sequence[Run], labels: Sequence[str], comparison: Comparison) -> str:
     """Both CoRE gradings (project: strict, primary; ancestor: the original comparison), each
     run on its own items."""
     name = comparison.benchmark
@@ -520,10 +503,7 @@ def _reasons_table(runs: Sequence[Run], labels: Sequence[str], name: str) -> str
         if result is None:
             counts.append(None)
             continue
-        report = result.report
-        reasons = report.get("reasons")
-        if result.kind == CORE:
-            reasons = report.get("variants", {}).get("project", {}).get("reasons")
+        reasons = family_named(result.kind).verdict_counts(result.report)
         flat: dict[str, int] = {}
         for key, value in (reasons if isinstance(reasons, dict) else {}).items():
             if isinstance(value, dict):  # a store's counts are numbers; anything else is skipped

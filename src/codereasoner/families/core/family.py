@@ -10,6 +10,7 @@ from typing import Any
 from codereasoner.benchmarks import Benchmark
 from codereasoner.evaluation.families import MetricFamily, PoolOpener, RunReport, reasons
 from codereasoner.evaluation.generations import GenerationsError, read_generations
+from codereasoner.evaluation.report import html, plots
 from codereasoner.evaluation.reports import Report
 from codereasoner.evaluation.score_options import ScoreOptions, ScoreOutcome
 from codereasoner.evaluation.scoring import parse_failure_warning, score
@@ -37,6 +38,20 @@ class Core(MetricFamily):
 
     def print_report(self, report: dict[str, Any]) -> None:
         print_core(report)
+
+    def report_figures(self, runs: Any, labels: Any, comparison: Any) -> list[str]:
+        caption = (
+            "Invariance vs process transparency; on the dashed diagonal a model is as right "
+            "about the process as about the result."
+        )
+        plot = plots.core_plot(runs, labels, comparison.benchmark)
+        return [html.figure(plot, caption), html.core_variants(runs, labels, comparison)]
+
+    def verdict_counts(self, report: Mapping[str, Any]) -> Any:
+        """The project grading's verdicts (the primary ones)."""
+        variants = report.get("variants")
+        project = variants.get("project") if isinstance(variants, dict) else None
+        return project.get("reasons") if isinstance(project, dict) else None
 
     def headline_metrics(self, result: Any) -> list[tuple[str, Any]]:
         """I, under the project grading; Ws for a run of the probes alone (no I)."""
