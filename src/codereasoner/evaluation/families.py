@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codereasoner import benchmarks
-from codereasoner.benchmarks import Benchmark, Metrics
+from codereasoner.benchmarks import Benchmark
 from codereasoner.evaluation.generations import read_generations
 from codereasoner.evaluation.reports import (
     PassReport,
@@ -301,11 +301,8 @@ def _typed(benchmark: str, data: Mapping[str, Any]) -> Report | None:
         declared = family_of(benchmarks.get(benchmark))
         if declared.matches(data):
             return declared.from_dict(data)
-    for family in (
-        FAMILIES[Metrics.INVARIANCE_TRANSPARENCY],
-        FAMILIES[Metrics.ACCURACY_CONSISTENCY],
-        FAMILIES[Metrics.PASS_AT_K],
-    ):
+    for name in reversed(FAMILIES.names()):  # the latest first: pass@k's keys are the broadest
+        family = FAMILIES[name]
         if family.matches(data):
             return family.from_dict(data)
     return None
