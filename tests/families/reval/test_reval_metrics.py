@@ -28,7 +28,7 @@ from codereasoner.families.reval.scoring import read_reval_generations, score_re
 from codereasoner.tasks import Extracted, Item
 from tests.commands import Ran, invoke
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "reval"
 PAIRS = ["DREval/0/0", "DREval/0/1", "DREval/1/0", "DREval/2/0", "DREval/2/1"]
 
 

@@ -16,7 +16,7 @@ from codereasoner.families.core import metrics as cm
 from codereasoner.families.core.metrics import OutputOutcome, ProbeOutcome
 from codereasoner.tasks import Reason, Score
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "core"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "core"
 
 
 def outputs(problem: str, impls: dict[str, str], family: str = "OpenAI") -> list[OutputOutcome]:

@@ -34,7 +34,7 @@ from tests.conftest import SHARED_DATA
 
 pytestmark = pytest.mark.full_data
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "reval"
 SHARED = SHARED_DATA / "reval"
 NEEDS_SHARED = pytest.mark.skipif(
     not (SHARED / "DREval_data.jsonl").exists(), reason="shared REval data not available"

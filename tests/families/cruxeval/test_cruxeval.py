@@ -16,7 +16,7 @@ from tests.conftest import SHARED_DATA
 
 pytestmark = pytest.mark.full_data
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cruxeval"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cruxeval"
 SHARED = SHARED_DATA / "cruxeval"
 
 

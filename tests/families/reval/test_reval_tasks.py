@@ -28,7 +28,7 @@ from tests.conftest import SHARED_DATA
 
 pytestmark = pytest.mark.full_data
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reval"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "reval"
 SHARED = SHARED_DATA / "reval"
 SPEC = SHARED_DATA.parent / "reference" / "benchmarks.md"
 KIND_NAMES = ("coverage", "state", "path", "output")

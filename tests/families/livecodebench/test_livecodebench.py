@@ -22,7 +22,7 @@ from codereasoner.families.livecodebench.benchmark import (
 from codereasoner.tasks import Answer, ParseFailure, Reason, run_plans, truth_jobs
 from tests.benchmarks.test_cache import parquet_bytes
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "livecodebench"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "livecodebench"
 BENCHES = ("lcb-execution", "lcb-test-output")
 FAST = Limits(timeout_s=1.0, wall_timeout_s=2.0, memory_mb=512)
 

@@ -27,7 +27,7 @@ from tests.conftest import SHARED_DATA
 
 pytestmark = pytest.mark.full_data
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "core"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "core"
 SHARED = SHARED_DATA / "core" / "core_qa.json"
 LIMITS = Limits(timeout_s=20, memory_mb=1024)
 needs_data = pytest.mark.skipif(not SHARED.exists(), reason="shared CoRE data not available")

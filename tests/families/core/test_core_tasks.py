@@ -25,8 +25,8 @@ from codereasoner.tasks import Answer, Grading, Item, ParseFailure, Reason
 from codereasoner.tasks.literal_answers import match_value
 from codereasoner.trace import trace_call
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "core"
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "benchmarks.md"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "core"
+REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "benchmarks.md"
 PATHS = {name: FIXTURES / name for name in (core.IO.filename, core.QA.filename)}
 ITEMS = {item.id: item for item in core.load(PATHS, "core", (OUTPUT_TASK, PROBE_TASK))}
 OUTPUT = CoreOutput()
