@@ -144,9 +144,10 @@ class MetricFamily:
         ``metrics()`` and ``breakdowns()``."""
         print_metrics(self.from_dict(report), report)
 
-    def report_figures(self, runs: Any, labels: Any, comparison: Any) -> list[str]:
+    def report_figures(self, runs: Any, labels: Any, comparison: Any, kit: Any) -> list[str]:
         """HTML parts of the report page's section of one benchmark, before its breakdowns
-        (``comparison.benchmark``: which one): none by default."""
+        (``comparison.benchmark``: which one; ``kit``: the page's ``figure`` and ``plots``):
+        none by default."""
         return []
 
     def verdict_counts(self, report: Mapping[str, Any]) -> Any:
@@ -217,11 +218,9 @@ class PassAtK(MetricFamily):
     def print_report(self, report: dict[str, Any]) -> None:
         print_pass_report(report)
 
-    def report_figures(self, runs: Any, labels: Any, comparison: Any) -> list[str]:
-        from codereasoner.evaluation.report import html, plots
-
+    def report_figures(self, runs: Any, labels: Any, comparison: Any, kit: Any) -> list[str]:
         name = comparison.benchmark
-        return [html.figure(plots.passk_plot(runs, labels, name), f"{name}: pass@k per run.")]
+        return [kit.figure(kit.plots.passk_plot(runs, labels, name), f"{name}: pass@k per run.")]
 
     def headline_metrics(self, result: Any) -> list[tuple[str, Any]]:
         """The lowest pass@k stored (pass@1)."""

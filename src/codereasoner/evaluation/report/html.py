@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
+from types import SimpleNamespace
 
 from codereasoner.evaluation.families import family_named
 from codereasoner.evaluation.report import plots
@@ -365,7 +366,7 @@ def _benchmark_section(
     kinds = {result.kind for result in results if result}
     parts = [f'<section id="{benchmark_anchor(index)}"><h2>{escape(name)}</h2>']
     for kind in sorted(kinds):  # each family's own figures and tables, asked of the family
-        parts.extend(family_named(kind).report_figures(runs, labels, comparison))
+        parts.extend(family_named(kind).report_figures(runs, labels, comparison, PAGE_KIT))
     count = max((len(result.breakdowns) for result in results if result), default=0)
     for table_index in range(count):
         parts.append(figure(plots.breakdown_plot(runs, labels, name, table_index), ""))
@@ -594,3 +595,8 @@ def _failure(failure: Failure, first: bool) -> str:
         + (f"<pre>{escape(failure.detail)}</pre>" if failure.detail else "")
         + "</dd></dl></details>"
     )
+
+
+# What a metric family draws its section with (``MetricFamily.report_figures``): the page's
+# helpers and plots, handed over so that the families never import the page.
+PAGE_KIT = SimpleNamespace(figure=figure, plots=plots, core_variants=core_variants)

@@ -10,7 +10,6 @@ from typing import Any
 from codereasoner.benchmarks import Benchmark
 from codereasoner.evaluation.families import MetricFamily, PoolOpener, RunReport, reasons
 from codereasoner.evaluation.generations import GenerationsError, read_generations
-from codereasoner.evaluation.report import html, plots
 from codereasoner.evaluation.reports import Report
 from codereasoner.evaluation.score_options import ScoreOptions, ScoreOutcome
 from codereasoner.evaluation.scoring import parse_failure_warning, score
@@ -39,13 +38,13 @@ class Core(MetricFamily):
     def print_report(self, report: dict[str, Any]) -> None:
         print_core(report)
 
-    def report_figures(self, runs: Any, labels: Any, comparison: Any) -> list[str]:
+    def report_figures(self, runs: Any, labels: Any, comparison: Any, kit: Any) -> list[str]:
         caption = (
             "Invariance vs process transparency; on the dashed diagonal a model is as right "
             "about the process as about the result."
         )
-        plot = plots.core_plot(runs, labels, comparison.benchmark)
-        return [html.figure(plot, caption), html.core_variants(runs, labels, comparison)]
+        plot = kit.plots.core_plot(runs, labels, comparison.benchmark)
+        return [kit.figure(plot, caption), kit.core_variants(runs, labels, comparison)]
 
     def verdict_counts(self, report: Mapping[str, Any]) -> Any:
         """The project grading's verdicts (the primary ones)."""

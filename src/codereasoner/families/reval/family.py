@@ -11,7 +11,6 @@ from typing import Any
 from codereasoner.benchmarks import Benchmark
 from codereasoner.evaluation.families import MetricFamily, PoolOpener, RunReport
 from codereasoner.evaluation.generations import GenerationsError
-from codereasoner.evaluation.report import html, plots
 from codereasoner.evaluation.reports import Report
 from codereasoner.evaluation.score_options import ScoreOptions, ScoreOutcome
 from codereasoner.evaluation.scoring import parse_failure_warning
@@ -42,10 +41,10 @@ class Reval(MetricFamily):
     def print_report(self, report: dict[str, Any]) -> None:
         print_reval(report)
 
-    def report_figures(self, runs: Any, labels: Any, comparison: Any) -> list[str]:
+    def report_figures(self, runs: Any, labels: Any, comparison: Any, kit: Any) -> list[str]:
         name = comparison.benchmark
         caption = f"{name}: accuracy per question kind (fractions)."
-        return [html.figure(plots.reval_plot(runs, labels, name), caption)]
+        return [kit.figure(kit.plots.reval_plot(runs, labels, name), caption)]
 
     def headline_metrics(self, result: Any) -> list[tuple[str, Any]]:
         """One accuracy per question kind (coverage: accuracy, not F1)."""
