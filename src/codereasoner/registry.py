@@ -12,6 +12,7 @@ keep working), and its text is the message itself, never quoted.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from collections.abc import Callable, Iterator, Mapping
@@ -121,6 +122,7 @@ class Registry(Mapping[str, T], Generic[T]):
 
 FAMILIES_FOLDER = Path(__file__).resolve().parent / "families"
 MANIFEST = "family.json"
+MANIFEST_KINDS = ("benchmarks", "task_kinds", "metric_families")
 
 
 def builtin_registrations(kind: str) -> list[tuple[str, str]]:
@@ -128,18 +130,25 @@ def builtin_registrations(kind: str) -> list[tuple[str, str]]:
     folder's ``kind`` registrations (``benchmarks``, ``task_kinds``, ``metric_families``), found by
     scanning ``families/*/family.json``: a new built-in family is one folder, listed nowhere
     else. Folders come in their declared ``order``; nothing is imported."""
-    found: list[tuple[int, str, dict[str, str]]] = []
+    return [
+        (name, f"codereasoner.families.{folder}.{target}")
+        for folder, declared in _manifests()
+        for name, target in declared.get(kind, {}).items()
+    ]
+
+
+@functools.cache
+def _manifests() -> tuple[tuple[str, dict[str, dict[str, str]]], ...]:
+    """``(folder, {kind: {name: target}})`` of every family folder in declared order, read
+    once: three registries ask at start-up."""
+    found: list[tuple[int, str, dict[str, dict[str, str]]]] = []
     for manifest in sorted(FAMILIES_FOLDER.glob(f"*/{MANIFEST}")):
-        folder = manifest.parent.name
         try:
             declared = json.loads(manifest.read_text(encoding="utf-8"))
             order = int(declared.get("order", 1000))
-            entries = dict(declared.get(kind) or {})
+            kinds = {kind: dict(declared.get(kind) or {}) for kind in MANIFEST_KINDS}
         except (OSError, ValueError, TypeError, AttributeError) as exc:
             raise RegistryError(f"{manifest}: not a family manifest ({exc})") from None
-        found.append((order, folder, entries))
-    return [
-        (name, f"codereasoner.families.{folder}.{target}")
-        for _, folder, entries in sorted(found)
-        for name, target in entries.items()
-    ]
+        found.append((order, manifest.parent.name, kinds))
+    found.sort(key=lambda entry: entry[:2])
+    return tuple((folder, kinds) for _, folder, kinds in found)

@@ -8,7 +8,9 @@ into the flag that sets it (``--timeout``, ``--n``), so no lower layer spells a 
 
 from __future__ import annotations
 
-__all__ = ["SettingError", "check_at_least"]
+import os
+
+__all__ = ["SettingError", "check_at_least", "env_flag"]
 
 
 class SettingError(ValueError):
@@ -41,3 +43,11 @@ def check_at_least(minimum: int, expected: str | None = None, **settings: int | 
         if value is not None and value < minimum:
             wanted = expected or ("a positive number" if minimum == 1 else f"at least {minimum}")
             raise SettingError(name, value, wanted)
+
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+
+
+def env_flag(name: str) -> bool:
+    """An environment variable set to a true word (``HF_HUB_OFFLINE=1``, ``=true``, ``=yes``)."""
+    return os.environ.get(name, "").strip().lower() in TRUE_WORDS

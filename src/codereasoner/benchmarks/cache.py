@@ -32,6 +32,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from codereasoner.files import CACHE_ENV as CACHE_ENV  # where the cache is: read by users
 from codereasoner.files import cache_root, parse_json, replacing, sha256_file
+from codereasoner.settings import env_flag
 
 MANIFEST = "manifest.json"
 TIMEOUT_S = 60.0
@@ -46,7 +47,6 @@ _HUB_PARTS = re.compile(
 )
 # A shard's place in its split, as `datasets` names them: data/test-00001-of-00002[-<hash>].parquet
 _SHARD = re.compile(r"-(?P<index>\d+)-of-(?P<total>\d+)(?:-[^/]*)?\.parquet$")
-_TRUE = ("1", "true", "yes", "on")
 
 
 class DataUnavailable(Exception):
@@ -504,7 +504,7 @@ def _not_whole(
 
 
 def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+    return env_flag("HF_HUB_OFFLINE")
 
 
 class _NoMatchWarning(logging.Filter):

@@ -9,12 +9,12 @@ from typing import Any
 
 from codereasoner.evaluation.run_settings import RunError
 from codereasoner.files import read_text_bounded
-from codereasoner.models.base import SpecError
+from codereasoner.models.base import BackendError, SpecError
+from codereasoner.models.hf import read_chat_template
 from codereasoner.models.registry import parse_options, parse_spec
 
 MAX_IDS = 100_000
 MAX_ID_CHARS = 1_000
-MAX_TEMPLATE_BYTES = 1 << 20
 
 
 class IdsError(ValueError):
@@ -70,20 +70,9 @@ def with_chat_template(
         return {**options, "chat_template": template}
     if kind == "openai":
         extra = dict(options.get("extra_body") or {})
-        extra["chat_template"] = read_template(Path(template))
+        try:
+            extra["chat_template"] = read_chat_template(Path(template))
+        except BackendError as exc:
+            raise RunError(f"--chat-template {exc}") from None
         return {**options, "extra_body": extra}
     raise RunError(f"--chat-template: applies to hf and openai models, not {kind}")
-
-
-def read_template(path: Path) -> str:
-    """A chat template file's text; RunError naming ``--chat-template`` otherwise."""
-    where = f"--chat-template {path}"
-    try:
-        text = read_text_bounded(path, MAX_TEMPLATE_BYTES)
-    except FileNotFoundError:
-        raise RunError(f"{where}: no such file; expected a Jinja chat template file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunError(f"{where}: cannot read it ({exc})") from None
-    if not text.strip():
-        raise RunError(f"{where}: empty file; expected a Jinja chat template")
-    return text

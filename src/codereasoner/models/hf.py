@@ -398,17 +398,28 @@ _PROBE_CHAT = [
 ]
 
 
+def read_chat_template(path: Path) -> str:
+    """A chat template file's text (at most ``TEMPLATE_BYTES``); BackendError (one line,
+    without the option's name: callers say where it came from) otherwise."""
+    try:
+        text = read_text_bounded(path, TEMPLATE_BYTES)
+    except FileNotFoundError:
+        raise BackendError(f"{path}: no such file; expected a Jinja chat template file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BackendError(f"{path}: cannot read it ({exc})") from None
+    if not text.strip():
+        raise BackendError(f"{path}: empty file; expected a Jinja chat template")
+    return text
+
+
 def _template_file(given: str | None) -> str | None:
     """The text of a chat template file (None: no option, or a template's name)."""
     if given is None or not Path(given).expanduser().is_file():
         return None
     try:
-        text = read_text_bounded(Path(given).expanduser(), TEMPLATE_BYTES)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BackendError(f"chat_template {given}: cannot read it ({exc})") from None
-    if not text.strip():
-        raise BackendError(f"chat_template {given}: empty file; expected a Jinja template")
-    return text
+        return read_chat_template(Path(given).expanduser())
+    except BackendError as exc:
+        raise BackendError(f"chat_template {exc}") from None
 
 
 def check_chat_template(tokenizer: Any, where: str) -> None:

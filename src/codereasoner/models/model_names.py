@@ -24,11 +24,11 @@ from urllib.parse import urlparse
 
 from codereasoner.models.base import BackendError
 from codereasoner.models.packaged import GGUF_PREFIX, PACKAGED
+from codereasoner.settings import env_flag
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?")
 TINY_MODEL_COMMAND = "codereasoner train tiny-model"
 RESOLVE_TIMEOUT_S = 3.0
-_TRUE = {"1", "true", "yes", "on"}
 
 
 def check_model_name(name: str) -> None:
@@ -87,10 +87,7 @@ def _did_you_mean(name: str) -> str:
 
 
 def hub_offline() -> bool:
-    return any(
-        os.environ.get(key, "").strip().lower() in _TRUE
-        for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    )
+    return env_flag("HF_HUB_OFFLINE") or env_flag("TRANSFORMERS_OFFLINE")
 
 
 def hub_cached(name: str) -> bool:
