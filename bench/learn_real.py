@@ -100,6 +100,8 @@ class Study:
             )  # fmt: skip
         if result.returncode not in (0, 1):  # 1: finished with a failed check (a low score)
             raise SystemExit(f"learn_real: {name} failed (exit {result.returncode}); see logs/")
+        if not done.exists():  # exit 1 with no output is a crash, not a low score
+            raise SystemExit(f"learn_real: {name} wrote no {done.name} (exit 1); see logs/")
         self.timings[name] = round(time.monotonic() - started, 1)
         self.timings_file.write_text(json.dumps(self.timings, indent=2) + "\n")
 
