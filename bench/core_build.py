@@ -1,6 +1,6 @@
 """``core build`` throughput: CoRE's problems rebuilt, against one fresh interpreter per check.
 
-Ours: ``codereasoner.benchmarks.core_build.build`` from ``--from core`` (tests and their mutants
+Ours: ``codereasoner.families.core.build.build`` from ``--from core`` (tests and their mutants
 run, rewrites drawn and checked equivalent in the sandbox, every implementation traced on every
 test, set-cover minimisation, probes), on a warm pool. Counted: (implementation, test) pairs
 checked, i.e. every implementation kept times the candidate tests it was run on, per second of
@@ -25,10 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from codereasoner.benchmarks.core_build import HASH_SEEDS, PROBLEMS_FILE, BuildSettings, build
-from codereasoner.benchmarks.core_programs import PREAMBLE
-from codereasoner.benchmarks.core_sources import SourceProblems, read_problems
 from codereasoner.execution import Batch, Limits, Pool, Program, parse_call
+from codereasoner.families.core.build import HASH_SEEDS, PROBLEMS_FILE, BuildSettings, build
+from codereasoner.families.core.programs import PREAMBLE
+from codereasoner.families.core.sources import SourceProblems, read_problems
 
 
 def run_ours(

@@ -31,7 +31,8 @@ LAYERS = (
     "cli",
     "__main__",
 )
-CONSUMERS = ("evaluation", "cli", "models", "training")
+# every layer but the folders that declare the benchmarks
+CONSUMERS = tuple(layer for layer in LAYERS if layer != "families")
 FAMILY_PREFIX = "codereasoner.families."
 
 
@@ -61,8 +62,20 @@ def imported_packages(path: Path, *, named: bool = True) -> set[str]:
     return {name.split(".")[1] for name in names if name.startswith("codereasoner.")}
 
 
+# A benchmark folder's command group (``families/<name>/command.py``, declared in its
+# family.json) is the command line's: it sits in the top layer, beside ``cli``.
+FOLDER_COMMAND = "command.py"
+
+
 def package_of(path: Path) -> str:
     return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+def layer_of(path: Path) -> str:
+    where = path.relative_to(PACKAGE).parts
+    if where[0] == "families" and len(where) == 3 and where[2] == FOLDER_COMMAND:
+        return "cli"
+    return package_of(path)
 
 
 def modules() -> list[Path]:
@@ -76,7 +89,7 @@ def test_every_package_has_a_layer() -> None:
 
 @pytest.mark.parametrize("path", modules(), ids=lambda path: str(path.relative_to(PACKAGE)))
 def test_imports_point_down_the_layers(path: Path) -> None:
-    mine = LAYERS.index(package_of(path))
+    mine = LAYERS.index(layer_of(path))
     upward = sorted(
         name
         for name in imported_packages(path) - imported_named_families(path)
@@ -163,7 +176,7 @@ def consumer_files() -> list[Path]:
 
 
 def test_the_checks_see_the_consumers() -> None:
-    assert {package_of(path) for path in consumer_files()} >= {"evaluation", "cli", "models"}
+    assert {package_of(path) for path in consumer_files()} == set(LAYERS) - {"families"}
 
 
 def shipped() -> list[benchmarks.Benchmark]:
@@ -215,12 +228,80 @@ def test_the_docs_state_the_layers() -> None:
     assert listed == list(LAYERS[:-1])
 
 
+# Calls that look a benchmark up by name: a name passed to one is a name test.
+LOOKUPS = {"get", "family_named", "get_entry"}
+
+
+def name_tests(tree: ast.AST) -> list[str]:
+    """The strings a module branches on or looks up: the operands of comparisons (``==``,
+    ``in (...)``), dict keys, subscripts, ``match`` values, parameter defaults, lookups (``.get("x")``) and names
+    bound at module level (a constant compared later). Docstrings, labels and other call
+    arguments say words, not names."""
+    found: list[str] = []
+
+    def strings(node: ast.AST | None) -> list[str]:
+        if node is None:
+            return []
+        return [
+            inner.value
+            for inner in ast.walk(node)
+            if isinstance(inner, ast.Constant) and isinstance(inner.value, str)
+        ]
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            found += strings(node)
+        elif isinstance(node, ast.Dict):
+            found += [text for key in node.keys for text in strings(key)]
+        elif isinstance(node, ast.Subscript):
+            found += strings(node.slice)
+        elif isinstance(node, ast.MatchValue):
+            found += strings(node.value)
+        elif isinstance(node, ast.arguments):
+            found += [
+                text for default in node.defaults + node.kw_defaults for text in strings(default)
+            ]
+        elif isinstance(node, ast.Call):
+            callee = node.func
+            called = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            if called in LOOKUPS:
+                found += [text for argument in node.args[:1] for text in strings(argument)]
+    module = tree.body if isinstance(tree, ast.Module) else []
+    for statement in module:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+            found += strings(statement.value)
+    return found
+
+
+def test_the_name_check_sees_every_way_to_branch_on_a_name() -> None:
+    hits = [
+        'if bench.name == "reval": pass',
+        'x = kind in ("core-probe", "other")',
+        'y = {"cruxeval-o": 1}',
+        'z = table["lcb"]',
+        'match kind:\n    case "core":\n        pass',
+        'w = benchmarks.get("livecodebench")',
+        'FAMILY = "reval"',
+        'def f(bench="cruxeval-i"): pass',
+    ]
+    for source in hits:
+        assert [word for word in name_tests(ast.parse(source)) if names_a(word)], source
+    words = [
+        '"""Example: benchmarks.get("cruxeval-o")."""',
+        'def f():\n    label("cases")',
+        'def g(stmt):\n    return getattr(stmt, "cases", ())',
+    ]
+    for source in words:
+        assert not [word for word in name_tests(ast.parse(source)) if names_a(word)], source
+
+
 @pytest.mark.parametrize("path", consumer_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_benchmark_name_outside_the_declarations(path: Path) -> None:
-    """Per-benchmark behaviour lives in the declarations (``benchmarks/``): a quoted benchmark
-    name, or a quoted prefix of several, in a consumer is a name test."""
-    text = path.read_text(encoding="utf-8")
-    found = sorted({word for word in re.findall(r"""["']([\w.@-]+)["']""", text) if names_a(word)})
+    """Per-benchmark behaviour lives in the benchmark folders (``families/``): a module of any
+    other layer that branches on a quoted benchmark name, or a quoted prefix of several, makes
+    a name test."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = sorted({word for word in name_tests(tree) if names_a(word)})
     assert not found, f"{path.relative_to(PACKAGE)} names benchmarks: {found}"
 
 

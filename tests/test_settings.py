@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from codereasoner.benchmarks.core_build import BuildSettings
 from codereasoner.cli.common import flag_message, flag_of
-from codereasoner.evaluation import build_core, synthesize
+from codereasoner.evaluation import synthesize
 from codereasoner.evaluation.run_settings import RunError, RunSettings, check_settings
 from codereasoner.execution import Limits, Pool, TraceOptions
 from codereasoner.execution.executor import parse_executor
+from codereasoner.families.core.api import build_core
+from codereasoner.families.core.build import BuildSettings
 from codereasoner.models.base import Sampling
 from codereasoner.settings import SettingError, check_at_least
 from codereasoner.synth.pipeline import SynthConfig
@@ -83,12 +84,12 @@ def test_the_apis_and_the_commands_refuse_alike(tmp_path: Path) -> None:
     with pytest.raises(SettingError, match=r"^decontam_rule 'x': expected literal or specific$"):
         synthesize(tmp_path / "s", decontam_rule="x")
     with pytest.raises(SettingError, match=r"^variants 0: expected a positive number$"):
-        build_core(tmp_path / "c", source="core", variants=0)
+        build_core(tmp_path / "c", BuildSettings(source="core", variants=0))
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "cases.jsonl").write_text("")
     with pytest.raises(SettingError, match=r"^source 'synth:.*': expected a usable program \(none"):
-        build_core(tmp_path / "c", source=f"synth:{empty}")
+        build_core(tmp_path / "c", BuildSettings(source=f"synth:{empty}"))
     for args, line in (
         (("synth", "--out", tmp_path / "s", "--mutants", "-1"), "--mutants -1: expected 0 or more"),
         (("synth", "--out", tmp_path / "s", "--decontam-rule", "x"), "--decontam-rule 'x'"),

@@ -122,12 +122,13 @@ class Registry(Mapping[str, T], Generic[T]):
 
 FAMILIES_FOLDER = Path(__file__).resolve().parent / "families"
 MANIFEST = "family.json"
-MANIFEST_KINDS = ("benchmarks", "task_kinds", "metric_families")
+MANIFEST_KINDS = ("benchmarks", "task_kinds", "metric_families", "commands")
 
 
 def builtin_registrations(kind: str) -> list[tuple[str, str]]:
     """``(name, "codereasoner.families.FOLDER.MODULE:ATTRIBUTE")`` of every built-in family
-    folder's ``kind`` registrations (``benchmarks``, ``task_kinds``, ``metric_families``), found by
+    folder's ``kind`` registrations (``benchmarks``, ``task_kinds``, ``metric_families``,
+    ``commands``: a function adding the folder's CLI command group to the app), found by
     scanning ``families/*/family.json``: a new built-in family is one folder, listed nowhere
     else. Folders come in their declared ``order``; nothing is imported."""
     return [

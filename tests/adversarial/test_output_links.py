@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codereasoner.benchmarks.core_build import PROBLEMS_FILE, _Store
+from codereasoner.families.core.build import PROBLEMS_FILE, _Store
 from codereasoner.files import open_no_follow
 from tests.commands import Ran, invoke
 

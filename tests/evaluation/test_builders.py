@@ -1,5 +1,6 @@
-"""``synthesize()`` and ``build_core()``: the Python APIs beside ``evaluate()`` write what their
-commands write, resume, and refuse bad settings with one ``BuildError`` line."""
+"""``synthesize()``: the Python API beside ``evaluate()`` writes what its command writes,
+resumes, and refuses bad settings with one ``BuildError`` line (``build_core()``:
+tests/families/core/test_api.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codereasoner.evaluation import BuildError, build_core, synthesize
+from codereasoner.evaluation import BuildError, synthesize
 from codereasoner.settings import SettingError
 from tests.commands import run_codereasoner
 
@@ -24,15 +25,6 @@ def test_the_apis_write_what_the_commands_write(tmp_path: Path) -> None:
     again = synthesize(cases, n=24, seed=3, decontaminate=False)  # resumed: nothing new
     assert again.data["kept"] == summary.data["kept"]
 
-    core = tmp_path / "core"
-    built = build_core(core, source=f"synth:{cases}", limit=2)
-    assert built.problems >= 1
-    done = run_codereasoner("core", "build", "--from", f"synth:{cases}", "--limit", "2",
-                            "--out", tmp_path / "core-cli")  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    for name in ("problems.jsonl", "core_io.json", "core_qa.json"):
-        assert (core / name).read_bytes() == (tmp_path / "core-cli" / name).read_bytes(), name
-
 
 @pytest.mark.parametrize(
     ("call", "said"),
@@ -45,8 +37,6 @@ def test_the_apis_write_what_the_commands_write(tmp_path: Path) -> None:
             "model applies to generator llm only",
         ),
         (lambda out: synthesize(out, decontam_rule="loose"), "decontam_rule 'loose'"),
-        (lambda out: build_core(out, source="core", variants=0), "variants 0"),
-        (lambda out: build_core(out, source="nowhere:x"), "nowhere"),
     ],
 )
 def test_bad_settings_are_one_line(tmp_path: Path, call: object, said: str) -> None:

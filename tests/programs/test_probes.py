@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from codereasoner import values
-from codereasoner.benchmarks.core_programs import entry_point
 from codereasoner.execution import (
     Batch,
     Call,
@@ -26,6 +25,7 @@ from codereasoner.execution import (
     TraceOptions,
     parse_call,
 )
+from codereasoner.families.core.programs import entry_point
 from codereasoner.programs.probes import DIMENSIONS, KINDS, Probe, probes_for
 from codereasoner.trace import ExecutionTrace, trace_batches, trace_call
 from tests.conftest import SHARED_DATA, synth_cases

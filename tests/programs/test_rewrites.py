@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from codereasoner.benchmarks.core_programs import entry_point
 from codereasoner.execution import Call, CallSyntaxError, Pool, parse_call
+from codereasoner.families.core.programs import entry_point
 from codereasoner.programs import (
     CC_MIN,
     JACCARD_MAX,

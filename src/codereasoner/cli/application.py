@@ -8,14 +8,13 @@ arguments show click-style metavars (``--n INTEGER``, ``FILE``), never ``<bool>`
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, NoReturn
 
 import typer
 
 from codereasoner.cli import (
     bench,
-    core,
     demo,
     distill,
     doctor,
@@ -32,6 +31,7 @@ from codereasoner.cli import (
 from codereasoner.cli.common import error_console, plain_help, safe_markup, show_package_logs
 from codereasoner.cli.version import package_version
 from codereasoner.evaluation.plugins import PluginError, load_plugins
+from codereasoner.registry import Registry, builtin_registrations
 
 app = typer.Typer(
     name="codereasoner",
@@ -50,7 +50,13 @@ score.register(app)
 bench.register(app)
 report.register(app)
 synth.register(app)
-core.register(app)
+# a benchmark folder's own command group (``families/core``: ``core build``), declared in its
+# family.json
+family_commands = Registry[Callable[[typer.Typer], None]]("command")
+for _name, _target in builtin_registrations("commands"):
+    family_commands.register_lazy(_name, _target)
+for _name in family_commands:
+    family_commands[_name](app)
 evaluate.register(app)
 distill.register(app)
 export.register(app)

@@ -8,9 +8,10 @@ A run, as ``codereasoner eval`` does it (resumable; see docs/evaluation.md)::
 
 Building data, as ``codereasoner synth`` and ``codereasoner core build`` do it (resumable)::
 
-    from codereasoner.evaluation import build_core, synthesize
+    from codereasoner.evaluation import synthesize
+    from codereasoner.families.core.api import BuildSettings, build_core
     summary = synthesize("runs/synth", n=400, data_dir=data_dir)
-    built = build_core("runs/core-gen", source=f"synth:{path}", limit=30)  # as core build --from
+    built = build_core("runs/core-gen", BuildSettings(source=f"synth:{path}", limit=30))
 
 Grading a generations file, as ``codereasoner score`` does it::
 
@@ -29,7 +30,7 @@ Grading a generations file, as ``codereasoner score`` does it::
 """
 
 from codereasoner.evaluation.api import evaluate
-from codereasoner.evaluation.builders import BuildError, build_core, synthesize
+from codereasoner.evaluation.builders import BuildError, synthesize
 from codereasoner.evaluation.generations import GenerationsError, read_generations
 from codereasoner.evaluation.metrics import (
     Counts,
@@ -52,7 +53,6 @@ __all__ = [
     "Scored",
     "accuracy",
     "breakdown",
-    "build_core",
     "check_ks",
     "evaluate",
     "item_counts",

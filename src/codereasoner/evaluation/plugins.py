@@ -14,7 +14,7 @@ A package declares, in its ``pyproject.toml``::
 
 :func:`load_plugins` registers them, task kinds first (a benchmark names its kinds); the command
 line, :func:`codereasoner.evaluation.evaluate`, :func:`~codereasoner.evaluation.synthesize` and
-:func:`~codereasoner.evaluation.build_core` call it before anything else. A plugin that
+:func:`~codereasoner.families.core.api.build_core` call it before anything else. A plugin that
 cannot be loaded or registered is one :class:`PluginError` line naming it.
 """
 

@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 
 import codereasoner
 from codereasoner import benchmarks, values
-from codereasoner.benchmarks.core_build import IO_FILE, PROBLEMS_FILE, QA_FILE, SUMMARY_FILE
-from codereasoner.benchmarks.core_programs import PREAMBLE, entry_point
 from codereasoner.cli import app
 from codereasoner.execution import Batch, Pool, Program, parse_call
+from codereasoner.families.core.build import IO_FILE, PROBLEMS_FILE, QA_FILE, SUMMARY_FILE
+from codereasoner.families.core.programs import PREAMBLE, entry_point
 from codereasoner.programs import CC_MIN, JACCARD_MAX
 from tests.conftest import SHARED_DATA, synth_cases
 
@@ -354,9 +354,9 @@ def f(words, k):
 def test_nothing_kept_depends_on_the_hash_seed(tmp_path: Path, pool: Pool) -> None:
     """Set iteration order of strings changes with the hash seed: a probed run must trace the
     same under both seeds, and every output must be the same."""
-    from codereasoner.benchmarks.core_build import BuildSettings, build
-    from codereasoner.benchmarks.core_sources import SourceProblem, SourceProblems
     from codereasoner.execution import TraceOptions
+    from codereasoner.families.core.build import BuildSettings, build
+    from codereasoner.families.core.sources import SourceProblem, SourceProblems
     from codereasoner.trace import trace_call
 
     calls = ("f(['kiwi', 'banana', 'fig', 'apple'], 3)", "f(['ab', 'abc'], 2)", "f(['x'], 1)")

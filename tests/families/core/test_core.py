@@ -15,11 +15,11 @@ import pytest
 from codereasoner import benchmarks, values
 from codereasoner.benchmarks import cache
 from codereasoner.benchmarks.cache import DataUnavailable, Source
-from codereasoner.benchmarks.core_programs import entry_point
 from codereasoner.execution import Batch, Limits, Pool, TraceOptions, parse_call
 from codereasoner.families.core import benchmark as core
 from codereasoner.families.core.output import program
 from codereasoner.families.core.probe import CoreProbe, check_trace
+from codereasoner.families.core.programs import entry_point
 from codereasoner.tasks import Item
 from codereasoner.trace import trace_batches
 from tests.commands import run_codereasoner as _cli

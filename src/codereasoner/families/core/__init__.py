@@ -8,10 +8,11 @@ transparency (W, Ws), with RCS and Cons.
 - ``metrics``, ``report``, ``family``: I, Is, W, Ws, RCS and Cons, the report, and the metric
   family that ``eval`` and ``score`` both grade through;
 - ``templates/``: CoRE's output prompts (paper App. B.1) and the probe prompts the project
-  wrote (CoRE publishes none), with their sources.
-
-The builder of CoRE-style benchmarks sits below, in :mod:`codereasoner.benchmarks.core_build`:
-it writes the files this folder reads.
+  wrote (CoRE publishes none), with their sources;
+- the builder of CoRE-style benchmarks (``codereasoner core build``, which writes the files
+  this folder reads): ``build`` (resumable), ``build_files`` (the files written), ``sources``
+  (where the programs come from), ``programs`` (what a CoRE program is), ``api``
+  (``build_core``) and ``command`` (the command group, declared in ``family.json``).
 """
 
 from codereasoner.tasks.base import Templates

@@ -15,7 +15,7 @@ item ids are ``<id>#<n>``, ``n`` counting the records that share an ``id`` in fi
   and the entries of :data:`EXCLUDED` (no value stated, or none that any answer could match).
 
 Output samples have no ``func_name``: the entry point comes from the code
-(:func:`~codereasoner.benchmarks.core_programs.entry_point`);
+(:func:`~codereasoner.families.core.programs.entry_point`);
 implementations are the distinct ``code`` texts of a problem. Hidden probe fields
 (``reasoning``, ``target_*``, ``answer_type``, ``complexity_type``) go to metadata, never to the
 prompt fields.
@@ -31,12 +31,12 @@ from typing import Any
 
 from codereasoner import values
 from codereasoner.benchmarks.cache import LOCAL, DataUnavailable, Source
-from codereasoner.benchmarks.core_programs import entry_point
 from codereasoner.benchmarks.spec import Benchmark, Metrics
 from codereasoner.execution import CallSyntaxError
 from codereasoner.execution.call import check_entry
 from codereasoner.families.core.output import OUTPUT_TASK
 from codereasoner.families.core.probe import PROBE_TASK
+from codereasoner.families.core.programs import entry_point
 from codereasoner.files import parse_json
 from codereasoner.tasks import Extraction, Item
 
@@ -466,7 +466,7 @@ PROBE = _declare(
     (QA,),
     {"items": 238, "probes": 243, "graded_probes": 238, "problems": 60},
 )
-# A benchmark built by 'codereasoner core build' (benchmarks/core_build.py): CoRE's files and
+# A benchmark built by 'codereasoner core build' (families/core/build.py): CoRE's files and
 # loader, local data only (--data-dir the build folder).
 GENERATED = _declare(
     "core-gen",

@@ -4,7 +4,7 @@
     with Pool(hash_seed=HASH_SEEDS[0]) as pool, Pool(1, hash_seed=HASH_SEEDS[1]) as other:
         summary = build(settings, Path("runs/core-gen"), (pool, other))
 
-For each problem of the source (:mod:`codereasoner.benchmarks.core_sources`):
+For each problem of the source (:mod:`codereasoner.families.core.sources`):
 
 1. **tests**: the problem's calls plus type-aware mutants of them; a test is kept when every
    given implementation returns the same literal on it in the sandbox;
@@ -43,15 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from codereasoner import values
-from codereasoner.benchmarks.core_files import (
-    FORMAT,
-    _json_list,
-    _summary,
-    io_records,
-    qa_records,
-)
-from codereasoner.benchmarks.core_programs import PREAMBLE, entry_point
-from codereasoner.benchmarks.core_sources import SourceProblem, SourceProblems, read_problems
 from codereasoner.execution import (
     Batch,
     Call,
@@ -62,6 +53,15 @@ from codereasoner.execution import (
     TraceOptions,
     parse_call,
 )
+from codereasoner.families.core.build_files import (
+    FORMAT,
+    _json_list,
+    _summary,
+    io_records,
+    qa_records,
+)
+from codereasoner.families.core.programs import PREAMBLE, entry_point
+from codereasoner.families.core.sources import SourceProblem, SourceProblems, read_problems
 from codereasoner.files import foreign_entry, open_no_follow, parse_json, write_atomic
 from codereasoner.models.base import Backend
 from codereasoner.programs.equivalence import cyclomatic_complexity, mutated_calls

@@ -10,10 +10,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from codereasoner import values
-from codereasoner.benchmarks.core_sources import SourceProblems
+from codereasoner.families.core.sources import SourceProblems
 
 if TYPE_CHECKING:
-    from codereasoner.benchmarks.core_build import BuildSettings
+    from codereasoner.families.core.build import BuildSettings
 
 
 FORMAT = "codereasoner-core-build/1"

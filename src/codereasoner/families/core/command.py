@@ -88,8 +88,15 @@ def build_command(
     """Build a CoRE-style benchmark into OUT (resumable): rewrites checked equivalent in the
     sandbox, minimised tests, probes from exact traces. Evaluate it with
     'codereasoner eval --bench core-gen --data-dir OUT'."""
-    from codereasoner.benchmarks.core_build import HASH_SEEDS, OutputError, SettingsChanged, build
-    from codereasoner.evaluation.builders import BuildError, plan_core_build
+    from codereasoner.evaluation.builders import BuildError
+    from codereasoner.families.core.api import plan_core_build
+    from codereasoner.families.core.build import (
+        HASH_SEEDS,
+        BuildSettings,
+        OutputError,
+        SettingsChanged,
+        build,
+    )
     from codereasoner.models import BackendError
     from codereasoner.settings import SettingError
     from codereasoner.synth.writer import FolderBusy
@@ -106,10 +113,8 @@ def build_command(
         except SpecError as exc:
             fail(f"--rewriter: {str(exc).splitlines()[0]}")
     try:
-        plan = plan_core_build(
-            out,
+        settings = BuildSettings(
             source=source,
-            data_dir=data_dir,
             variants=variants,
             probes=probes,
             seed=seed,
@@ -118,8 +123,9 @@ def build_command(
             rewriter=rewriter,
             rewriter_samples=rewriter_samples,
             limit=limit,
-            workers=workers,
+            data_dir=data_dir,
         )
+        plan = plan_core_build(out, settings, workers=workers)
     except SettingError as exc:
         fail(flag_message(exc))
     except BuildError as exc:
@@ -256,6 +262,6 @@ def _table(title: str, rows: dict[str, int]) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from codereasoner.benchmarks.core_programs import BUILD_COMMAND
+    from codereasoner.families.core.programs import BUILD_COMMAND
 
     app.add_typer(core_app, name=BUILD_COMMAND)

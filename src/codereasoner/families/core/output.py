@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from codereasoner import values
-from codereasoner.benchmarks.core_programs import PREAMBLE
 from codereasoner.execution import Executor, Program
 from codereasoner.families.core import TEMPLATES
+from codereasoner.families.core.programs import PREAMBLE
 from codereasoner.tasks import extraction
 from codereasoner.tasks.base import (
     Answer,

@@ -1,5 +1,5 @@
 """What a CoRE program is, for the builder that writes CoRE-style benchmarks
-(:mod:`codereasoner.benchmarks.core_build`) and for CoRE's family folder that reads them: the
+(:mod:`codereasoner.families.core.build`) and for CoRE's family folder that reads them: the
 entry point of an implementation, the preamble it runs with, and the command that builds one."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import ast
 
 __all__ = ["BUILD_COMMAND", "PREAMBLE", "entry_point"]
 
-BUILD_COMMAND = "core"  # 'codereasoner core build' writes CoRE-style benchmarks (core_build.py)
+BUILD_COMMAND = "core"  # 'codereasoner core build' writes CoRE-style benchmarks (build.py)
 PREAMBLE = "from typing import *"  # LiveCodeBench implementations use List, Optional, ...
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from codereasoner import benchmarks
 from codereasoner.benchmarks.cache import DataUnavailable
 from codereasoner.benchmarks.case_files import cases_file, read_cases
-from codereasoner.benchmarks.core_programs import entry_point
 from codereasoner.execution import CallSyntaxError, parse_call
+from codereasoner.families.core.programs import entry_point
 
 __all__ = ["ALIASES", "SYNTH_PREFIX", "SourceProblem", "SourceProblems", "read_problems"]
 
