@@ -67,9 +67,9 @@ def test_without_the_extension_the_tracer_runs_in_pure_python_with_identical_tra
     pure = _module_without_extension(tmp_path)
     assert pure.ACCELERATOR is None
     # Plain classes, the first of them with all the fields as slots.
-    assert pure._Frame.__mro__[-1] is object
-    assert not any(base.__module__ == "_tracecore" for base in pure._Frame.__mro__)
-    assert "snap" in pure._Frame.__mro__[-2].__slots__
+    assert pure.Frame.__mro__[-1] is object
+    assert not any(base.__module__ == "_tracecore" for base in pure.Frame.__mro__)
+    assert "snap" in pure.Frame.__mro__[-2].__slots__
     assert not pure.Tracer().accelerated
     with pytest.raises(ValueError, match="not built"):
         pure.Tracer(engine="c")

@@ -552,7 +552,7 @@ def test_values_never_call_user_methods_and_markers() -> None:
 
 
 def test_rendering_matches_values_render() -> None:
-    renderer = tracer._Renderer(200)
+    renderer = tracer.Renderer(200)
     samples: list[object] = [
         0,
         -1,

@@ -210,7 +210,7 @@ FLAGS = {
 }
 
 
-def _differing_option(key: str, stored: Any, asked: Any) -> tuple[str, Any, Any]:
+def differing_option(key: str, stored: Any, asked: Any) -> tuple[str, Any, Any]:
     """The flag of a FIXED setting that differs, with both values (a sampling field's own)."""
     if key == "sampling" and isinstance(stored, dict) and isinstance(asked, dict):
         for field_name in asked:

@@ -58,11 +58,11 @@ from codereasoner.evaluation.run_settings import (
     SELF_CHECK,
     RunError,
     RunSettings,
-    _differing_option,
     check_data_dir,
     check_out,
     check_settings,
     default_run_dir,
+    differing_option,
     refused,
     run_file_at,
 )
@@ -242,7 +242,7 @@ class Runner:
         mine = self.settings.config()
         for key in FIXED:
             if row.config.get(key) != mine.get(key):
-                flag, stored, asked = _differing_option(key, row.config.get(key), mine.get(key))
+                flag, stored, asked = differing_option(key, row.config.get(key), mine.get(key))
                 raise RunError(
                     f"{where} {flag} {json.dumps(stored)}, this run asks {flag} "
                     f"{json.dumps(asked)} (choose another --out, or keep {flag})"

@@ -16,7 +16,7 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 @dataclass(frozen=True)
-class _Line:
+class Line:
     node: ast.stmt
     code: str  # the stripped line as shown
     depth: int  # enclosing loops and ifs, within its function
@@ -29,8 +29,8 @@ class _Line:
 
 
 @dataclass(frozen=True)
-class _Source:
-    lines: dict[int, _Line]
+class Source:
+    lines: dict[int, Line]
     loop_names: dict[int, tuple[str, ...]]  # loop line -> variables that may name iterations
     functions: dict[str, int]  # function name -> how many functions of the source have it
 
@@ -106,7 +106,7 @@ def _targets(node: ast.stmt) -> tuple[list[str], ast.AST | None]:
     return [], None
 
 
-def _simple(node: ast.stmt, code: str, depth: int) -> _Line | None:
+def _simple(node: ast.stmt, code: str, depth: int) -> Line | None:
     names, read_from = _targets(node)
     if isinstance(node, ast.Return) and node.value is not None:
         read_from = node.value
@@ -118,20 +118,20 @@ def _simple(node: ast.stmt, code: str, depth: int) -> _Line | None:
     mutating = isinstance(node, ast.AugAssign | ast.Expr)
     accumulates = tuple(name for name in unique if mutating or name in read)
     features = (_operators(read_from), _arithmetic(read_from))
-    return _Line(node, code, depth, *features, unique, accumulates, constant=not read)
+    return Line(node, code, depth, *features, unique, accumulates, constant=not read)
 
 
-def _line_info(node: ast.stmt, code: str, depth: int) -> _Line | None:
+def _line_info(node: ast.stmt, code: str, depth: int) -> Line | None:
     if isinstance(node, ast.If | ast.While | ast.For):
         header = node.iter if isinstance(node, ast.For) else node.test
         if header.end_lineno != node.lineno or node.body[0].lineno == node.lineno:
             return None
         features = (_operators(header), _arithmetic(header))
-        return _Line(node, code, depth, *features, compound=_compound(header))
+        return Line(node, code, depth, *features, compound=_compound(header))
     return _simple(node, code, depth) if node.end_lineno == node.lineno else None
 
 
-def _loop_names(node: ast.For) -> tuple[str, ...]:
+def names_of_loop(node: ast.For) -> tuple[str, ...]:
     if not isinstance(node.target, ast.Name | ast.Tuple):
         return ()
     rebound = {
@@ -170,7 +170,7 @@ def _entry(tree: ast.Module, frame: str) -> bool:
     return isinstance(found, ast.FunctionDef | ast.AsyncFunctionDef)
 
 
-def _analyse(source: str, frame: str) -> _Source | None:
+def analyse(source: str, frame: str) -> Source | None:
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -183,7 +183,7 @@ def _analyse(source: str, frame: str) -> _Source | None:
     starts: dict[int, int] = {}
     for node, _ in found:
         starts[node.lineno] = starts.get(node.lineno, 0) + 1
-    analysed = _Source({}, {}, {})
+    analysed = Source({}, {}, {})
     for function in functions:
         analysed.functions[function.name] = analysed.functions.get(function.name, 0) + 1
     for node, depth in found:
@@ -193,6 +193,6 @@ def _analyse(source: str, frame: str) -> _Source | None:
             continue
         analysed.lines[node.lineno] = info
         if isinstance(node, ast.For | ast.While):
-            names = _loop_names(node) if isinstance(node, ast.For) else ()
+            names = names_of_loop(node) if isinstance(node, ast.For) else ()
             analysed.loop_names[node.lineno] = names
     return analysed

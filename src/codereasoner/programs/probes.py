@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass, field
 
 from codereasoner import values
 from codereasoner.programs import probe_text as text
-from codereasoner.programs.probe_source import _analyse, _Line, _loop_names, _Source
+from codereasoner.programs.probe_source import Line, Source, analyse, names_of_loop
 from codereasoner.trace import ExecutionTrace, Step
 
 __all__ = ["DIMENSIONS", "FALLBACK_KINDS", "KINDS", "MAX_TRUTH_CHARS", "Probe", "probes_for"]
@@ -129,7 +129,7 @@ class _Run:
 class _Frame:
     """The entry frame instance's events, with what naming its loop iterations needs."""
 
-    def __init__(self, source: _Source, trace: ExecutionTrace, frame: str) -> None:
+    def __init__(self, source: Source, trace: ExecutionTrace, frame: str) -> None:
         self.source = source
         self.events: list[_Event] = []
         self.runs: dict[tuple[Loops, int], _Run] = {}  # (outer iterations, loop line) -> run
@@ -254,7 +254,7 @@ def _canonical(value: str | None) -> str | None:
     return rendered if len(rendered) <= MAX_TRUTH_CHARS else None
 
 
-def _score(event: _Event, info: _Line) -> float:
+def _score(event: _Event, info: Line) -> float:
     """Higher for what CoRE calls error-prone: far into the call, deep, many operators."""
     distance = min(1.0, math.log1p(event.index + 1) / math.log1p(400))
     return 0.4 * distance + 0.1 * min(info.depth, 3) + 0.075 * min(info.operators, 4)
@@ -344,7 +344,7 @@ def _loop_targets(frame: _Frame) -> Iterator[_Target]:
             name for event in frame.events[run.first : run.last + 1] for name in event.step.changes
         )
         locator = {**locator, "event": "after_loop"}
-        own = set(_loop_names(info.node)) if isinstance(info.node, ast.For) else set()
+        own = set(names_of_loop(info.node)) if isinstance(info.node, ast.For) else set()
         for name in changed:
             if name in own:
                 continue  # its last value is the iterable's last element: no reasoning asked
@@ -480,7 +480,7 @@ def probes_for(
     ``Solution.method``); ``Solution().method`` is read as the latter. Kinds take turns (in an
     order drawn from ``rng``), the fallback kinds after the others ran out."""
     frame = frame.replace("()", "")
-    analysed = _analyse(source, frame)
+    analysed = analyse(source, frame)
     if analysed is None or limit <= 0:
         return []
     entry = _Frame(analysed, trace, frame)

@@ -1,8 +1,8 @@
 /* The tracer's per-line hot path in C (optional; tracer.py works without it).
  *
- * `FrameCore` (base of tracer._Frame) and `TracerCore` (base of tracer.Tracer) hold the fields
+ * `FrameCore` (base of tracer.Frame) and `TracerCore` (base of tracer.Tracer) hold the fields
  * the hot paths touch. settrace(hook) installs a C trace function that handles, exactly as the
- * pure-Python `Tracer._global` and `_Frame.local` do, `call` events (a new frame's state),
+ * pure-Python `Tracer._global` and `Frame.local` do, `call` events (a new frame's state),
  * `line` events whose offset has a cached record (a frame's first line included) and `return`
  * events; anything else (opcode and exception events, a stopped tracer, an offset seen for the
  * first time, class bodies) is handed to `local`. Rare sub-steps call the same Python methods
@@ -19,14 +19,14 @@
 
 #define CORE_ABI 3
 
-/* Flags of a line's "point" (tracer.py: _STORE, _MUTATE, _INPLACE, _FULL). */
+/* Flags of a line's "point" (tracer.py: STORE, MUTATE, INPLACE, FULL). */
 #define F_MUTATE 2
 #define F_FULL 8
 #define F_HARD (F_MUTATE | F_FULL)
 /* Entry kinds (tracer.py: _ID, _FOREIGN, _FP). */
 #define K_ID 0
 #define K_FOREIGN 1
-#define SMALL_INT 1000000000000000LL /* tracer.py: _SMALL */
+#define SMALL_INT 1000000000000000LL /* tracer.py: SMALL */
 
 typedef struct {
     PyObject_HEAD
@@ -127,7 +127,7 @@ call_method_void(Core *self, PyObject *name, PyObject *a, PyObject *b, PyObject 
     return 0;
 }
 
-/* An int attribute of a tracer object (_Loop, _Test). */
+/* An int attribute of a tracer object (Loop, Test). */
 static int
 int_attr(PyObject *obj, PyObject *name, long *out)
 {
@@ -314,7 +314,7 @@ set_text(Core *self, PyObject *entry, PyObject *name, PyObject *text, PyObject *
     return report ? note_change(self, step, name, text) : 0;
 }
 
-/* _Frame.recheck: look for in-place changes of the watched containers and objects. */
+/* Frame.recheck: look for in-place changes of the watched containers and objects. */
 static int
 recheck(Core *self, PyObject *step)
 {
@@ -1283,7 +1283,7 @@ static PyMemberDef core_members[] = {
 static PyTypeObject CoreType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_tracecore.FrameCore",
-    .tp_doc = "Fields and line-event fast path of a traced frame (base of tracer._Frame).",
+    .tp_doc = "Fields and line-event fast path of a traced frame (base of tracer.Frame).",
     .tp_basicsize = sizeof(Core),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
                 Py_TPFLAGS_HAVE_VECTORCALL,

@@ -82,24 +82,24 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the sandbox imports the same files as flat modules
-    from codereasoner.execution.sandboxed.tracer_accelerator import ACCELERATOR, _TracerBase
+    from codereasoner.execution.sandboxed.tracer_accelerator import ACCELERATOR, TracerBase
     from codereasoner.execution.sandboxed.tracer_analysis import (
-        _FULL_POINT,
-        _NO_OFFSETS,
-        _NO_POINT,
-        _CodeInfo,
-        _Loop,
-        _Source,
+        FULL_POINT,
+        NO_OFFSETS,
+        NO_POINT,
+        CodeInfo,
+        Loop,
+        Source,
     )
-    from codereasoner.execution.sandboxed.tracer_frame import TraceOverflow, _Frame, _owner
-    from codereasoner.execution.sandboxed.tracer_locals import _MISSING
-    from codereasoner.execution.sandboxed.tracer_render import _exception_info, _Renderer
+    from codereasoner.execution.sandboxed.tracer_frame import Frame, TraceOverflow, frame_owner
+    from codereasoner.execution.sandboxed.tracer_locals import MISSING
+    from codereasoner.execution.sandboxed.tracer_render import Renderer, exception_info
 else:
-    from tracer_accelerator import ACCELERATOR, _TracerBase
-    from tracer_analysis import _FULL_POINT, _NO_OFFSETS, _NO_POINT, _CodeInfo, _Loop, _Source
-    from tracer_frame import TraceOverflow, _Frame, _owner
-    from tracer_locals import _MISSING
-    from tracer_render import _exception_info, _Renderer
+    from tracer_accelerator import ACCELERATOR, TracerBase
+    from tracer_analysis import FULL_POINT, NO_OFFSETS, NO_POINT, CodeInfo, Loop, Source
+    from tracer_frame import Frame, TraceOverflow, frame_owner
+    from tracer_locals import MISSING
+    from tracer_render import Renderer, exception_info
 
 __all__ = ["ACCELERATOR", "ENGINES", "TraceOverflow", "Tracer"]
 
@@ -108,7 +108,7 @@ _STEP_CHARS = 90  # estimated JSON size of a step without its changes
 _SIZE_CHECK_EVERY = 64  # steps between two checks of the trace size
 
 
-class Tracer(_TracerBase):
+class Tracer(TracerBase):
     """Traces one call at a time; see the module docstring for the trace format and policies.
 
     With the C fast path, ``steps``, ``size``, ``limit``, ``stopped`` and ``render`` are fields
@@ -138,16 +138,16 @@ class Tracer(_TracerBase):
         self.on_overflow = on_overflow
         if max_value_chars < 16:
             raise ValueError("max_value_chars must be at least 16")
-        self.render = _Renderer(max_value_chars)
-        self._source = _Source(source)
-        self._infos: dict[int, _CodeInfo | None] = {}
+        self.render = Renderer(max_value_chars)
+        self._source = Source(source)
+        self._infos: dict[int, CodeInfo | None] = {}
         # Constants the C fast path needs (fields of its TracerCore base).
-        self.frame_type = _Frame
-        self.full_point = _FULL_POINT
-        self.no_point = _NO_POINT
-        self.missing = _MISSING
-        self.loop_type = _Loop
-        self.no_offsets = _NO_OFFSETS
+        self.frame_type = Frame
+        self.full_point = FULL_POINT
+        self.no_point = NO_POINT
+        self.missing = MISSING
+        self.loop_type = Loop
+        self.no_offsets = NO_OFFSETS
         self._codes: list[types.CodeType] = []  # keeps the ids in _infos valid
         # Like _infos, kept across calls: see assume_hidden_mutators.
         self.paranoid = False
@@ -176,9 +176,9 @@ class Tracer(_TracerBase):
         # Python code is about to run: the caller's next event must diff everything.
         caller = frame.f_back
         if caller is not None:
-            owner = _owner(caller.f_trace)
+            owner = frame_owner(caller.f_trace)
             if owner is not None:
-                owner.point = _FULL_POINT
+                owner.point = FULL_POINT
         code = frame.f_code
         key = id(code)
         try:
@@ -188,14 +188,14 @@ class Tracer(_TracerBase):
         if info is None:
             return None
         try:
-            state = _owner(frame.f_trace)
+            state = frame_owner(frame.f_trace)
             if state is not None and state.tr is not self:
                 state = None
             if state is None:
-                state = _Frame(self, info, self.depth)
+                state = Frame(self, info, self.depth)
             else:
                 state.depth = state.template["depth"] = self.depth
-                state.point = _FULL_POINT
+                state.point = FULL_POINT
             self.depth += 1
             self.events += 1
             return state.fn
@@ -216,10 +216,10 @@ class Tracer(_TracerBase):
                 info.paranoid = True
                 info.recs.clear()  # the frames share these: their next lines are re-derived
 
-    def _analyse(self, code: types.CodeType) -> _CodeInfo | None:
+    def _analyse(self, code: types.CodeType) -> CodeInfo | None:
         info = None
         if code.co_filename == self.filename:
-            info = _CodeInfo(code, self._source.scope(code))
+            info = CodeInfo(code, self._source.scope(code))
             info.paranoid = self.paranoid
         self._infos[id(code)] = info
         self._codes.append(code)
@@ -232,7 +232,7 @@ class Tracer(_TracerBase):
         sys.settrace(None)
         frame: types.FrameType | None = sys._getframe()
         while frame is not None:
-            if _owner(frame.f_trace) is not None:
+            if frame_owner(frame.f_trace) is not None:
                 frame.f_trace = None
             frame = frame.f_back
 
@@ -297,7 +297,7 @@ class Tracer(_TracerBase):
             sys.settrace(previous)
             gc.set_threshold(*thresholds)
             self._finish(removed)
-            self.last = self._wire(None, False, _exception_info(exc))
+            self.last = self._wire(None, False, exception_info(exc))
             raise
         removed = sys.gettrace() is not hook
         sys.settrace(previous)

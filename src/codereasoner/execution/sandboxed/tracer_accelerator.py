@@ -73,11 +73,11 @@ _CORE_FIELDS = (
     "watch",
 )
 _FrameBase: type = object if ACCELERATOR is None else ACCELERATOR.FrameCore
-_TracerBase: type = object if ACCELERATOR is None else ACCELERATOR.TracerCore
+TracerBase: type = object if ACCELERATOR is None else ACCELERATOR.TracerCore
 
 
-class _FrameFields(_FrameBase):
-    """The fields of a frame's trace state (``tracer_frame._Frame``, whose bases all derive from
+class FrameFields(_FrameBase):
+    """The fields of a frame's trace state (``tracer_frame.Frame``, whose bases all derive from
     this class): those of the C ``FrameCore``, or without it the same fields as slots."""
 
     __slots__ = _CORE_FIELDS if ACCELERATOR is None else ()

@@ -13,16 +13,16 @@ import types
 
 # Flags of a "point": what the code run after a line event may do until the frame's next event.
 _STORE = 1  # the code may rebind or delete a local
-_MUTATE = 2  # the code may mutate a container without starting a Python frame
+MUTATE = 2  # the code may mutate a container without starting a Python frame
 _INPLACE = 4  # `name += ...`: may mutate the object bound to that name
-_FULL = 8  # diff everything (after an exception, a return, a resume)
-_HARD = _MUTATE | _FULL
+FULL = 8  # diff everything (after an exception, a return, a resume)
+HARD = MUTATE | FULL
 # A point: (flags, names it may rebind, names it may update in place with `+=`).
-_FULL_POINT = (_FULL, (), ())
-_NO_POINT = (0, (), ())
+FULL_POINT = (FULL, (), ())
+NO_POINT = (0, (), ())
 _CO_OPTIMIZED = 1
 
-_FOR, _WHILE, _FOREVER = 0, 1, 2
+FOR, WHILE, _FOREVER = 0, 1, 2
 _INPLACE_FIRST = 13  # BINARY_OP arguments from here on are the in-place (+=, |=, ...) forms
 
 
@@ -61,11 +61,11 @@ _COMPREHENSIONS: dict[str, type[ast.expr]] = {
     "<dictcomp>": ast.DictComp,
     "<genexpr>": ast.GeneratorExp,
 }
-_EMPTY: tuple = ()
-_NO_OFFSETS: frozenset[int] = frozenset()
+EMPTY: tuple = ()
+NO_OFFSETS: frozenset[int] = frozenset()
 
 
-class _Loop:
+class Loop:
     __slots__ = (
         "body_hi",
         "body_lo",
@@ -88,17 +88,17 @@ class _Loop:
         self.body_hi = self.hi = max(node.lineno, _end(body[-1]))
         if isinstance(node, ast.While):
             constant = isinstance(node.test, ast.Constant) and bool(node.test.value)
-            self.kind = _FOREVER if constant else _WHILE
+            self.kind = _FOREVER if constant else WHILE
             self.head_lo, self.head_hi = node.test.lineno, _end(node.test)
         else:
-            self.kind = _FOR
+            self.kind = FOR
             self.head_lo = node.lineno
             self.head_hi = max(_end(node.target), _end(node.iter))
         self.head_lo = min(self.head_lo, node.lineno)
         self.inline = self.body_lo <= self.head_hi
 
 
-class _Test:
+class Test:
     __slots__ = ("body_hi", "body_lo", "body_span", "hi", "inline", "lo")
 
     def __init__(self, node: ast.If | ast.While) -> None:
@@ -123,9 +123,9 @@ class _Scope:
     __slots__ = ("comp_lines", "loops_at", "special", "tests")
 
     def __init__(self, node: ast.AST | None) -> None:
-        self.loops_at: dict[int, tuple[_Loop, ...]] = {}
+        self.loops_at: dict[int, tuple[Loop, ...]] = {}
         self.special: frozenset[int] = frozenset()
-        self.tests: dict[int, _Test] = {}
+        self.tests: dict[int, Test] = {}
         self.comp_lines: list[int] = []
         if node is None:
             return
@@ -134,10 +134,10 @@ class _Scope:
             return
         body = getattr(node, "body", None)
         if isinstance(body, list):
-            enclosing: dict[int, list[_Loop]] = {}
+            enclosing: dict[int, list[Loop]] = {}
             special: set[int] = set()
             self._walk(body, enclosing, special)
-            shared: dict[tuple[int, ...], tuple[_Loop, ...]] = {}
+            shared: dict[tuple[int, ...], tuple[Loop, ...]] = {}
             for line, loops in enclosing.items():
                 # One tuple object per distinct nest, so the per-event check is an `is` test.
                 key = tuple(id(loop) for loop in loops)
@@ -145,20 +145,20 @@ class _Scope:
             self.special = frozenset(special)
 
     def _walk(
-        self, body: list[ast.stmt], enclosing: dict[int, list[_Loop]], special: set[int]
+        self, body: list[ast.stmt], enclosing: dict[int, list[Loop]], special: set[int]
     ) -> None:
         for stmt in body:
             if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-                loop = _Loop(stmt)
+                loop = Loop(stmt)
                 for line in range(loop.lo, loop.hi + 1):
                     enclosing.setdefault(line, []).append(loop)
                 special.update(range(loop.head_lo, loop.head_hi + 1))
                 if loop.kind == _FOREVER:
                     special.add(loop.body_lo)
-                if isinstance(stmt, ast.While) and not (loop.kind == _WHILE and loop.inline):
-                    self._add_test(_Test(stmt))
+                if isinstance(stmt, ast.While) and not (loop.kind == WHILE and loop.inline):
+                    self._add_test(Test(stmt))
             elif isinstance(stmt, ast.If):
-                self._add_test(_Test(stmt))
+                self._add_test(Test(stmt))
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             for field in ("body", "orelse", "finalbody"):
@@ -170,12 +170,12 @@ class _Scope:
             for case in getattr(stmt, "cases", ()):
                 self._walk(case.body, enclosing, special)
 
-    def _add_test(self, test: _Test) -> None:
+    def _add_test(self, test: Test) -> None:
         for line in range(test.lo, test.hi + 1):
             self.tests.setdefault(line, test)
 
 
-class _Source:
+class Source:
     """Scope nodes of the traced source, found by (code name, first line)."""
 
     def __init__(self, source: str | None) -> None:
@@ -217,7 +217,7 @@ class _Source:
         return self.scopes[key]
 
 
-class _CodeInfo:
+class CodeInfo:
     """Everything the per-event code needs about one traced code object, computed once."""
 
     __slots__ = (
@@ -290,7 +290,7 @@ class _CodeInfo:
                 flag = _INPLACE
                 target = instructions[position + 1].argval
             else:
-                flag = _MUTATE
+                flag = MUTATE
             self.ops.append((ins.offset, line, flag, target))
             if name in ("RETURN_VALUE", "RETURN_CONST"):
                 self.returns.add(ins.offset)
@@ -305,9 +305,9 @@ class _CodeInfo:
                 for offset in offsets:
                     self.back_jumps[offset] = ins.argval
         self.comp = code.co_name in _COMPREHENSIONS
-        # FOR_ITER offset (and that of its EXTENDED_ARG prefix) -> the _Loop of a `for`
+        # FOR_ITER offset (and that of its EXTENDED_ARG prefix) -> the Loop of a `for`
         # statement (none in a comprehension's frame).
-        self.fiter: dict[int, _Loop] = {}
+        self.fiter: dict[int, Loop] = {}
         # FOR_ITER offset (and that of its EXTENDED_ARG prefix) -> the index of a
         # comprehension's `for` clause (its frame only).
         self.clause: dict[int, int] = {}
@@ -323,11 +323,11 @@ class _CodeInfo:
                 for loop in self.loops_at.get(line, ()):
                     # The column tells a `for` statement from a comprehension inlined (3.12+)
                     # on its header line.
-                    if loop.kind == _FOR and loop.line == line and column in (loop.col, None):
+                    if loop.kind == FOR and loop.line == line and column in (loop.col, None):
                         for offset in offsets:
                             self.fiter[offset] = loop
         # The `for` loops counted at their FOR_ITER; the others (`async for`) by line.
-        self.fiter_loops: frozenset[_Loop] = frozenset(self.fiter.values())
+        self.fiter_loops: frozenset[Loop] = frozenset(self.fiter.values())
 
     def point(self, offset: int, line: int) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
         """What the code run after a line event at ``offset`` may do, until the next event.
@@ -345,19 +345,19 @@ class _CodeInfo:
                 if target is not None:
                     (inplace if flag == _INPLACE else stores).append(target)
                 elif flag == _STORE:
-                    flags |= _FULL
+                    flags |= FULL
         if inplace:
             flags |= _STORE
             stores.extend(inplace)
         if self.paranoid:
-            flags |= _HARD
+            flags |= HARD
         return (flags, tuple(dict.fromkeys(stores)), tuple(dict.fromkeys(inplace)))
 
     def record(self, offset: int, line: int) -> tuple:
         """Everything static about a line event at ``offset``: (point, enclosing loops,
         whether loop counting must look closer, the if/while test starting here, the `for`
         loop it may start the next iteration of and its index in the enclosing loops, line)."""
-        enc = self.loops_at.get(line, _EMPTY)
+        enc = self.loops_at.get(line, EMPTY)
         # A `for` loop whose next iteration this event may start (the fast path of
         # count_loops) and its index in the enclosing loops.
         target = None if self.comp else self.fiter.get(offset)
@@ -384,7 +384,7 @@ class _CodeInfo:
         self.recs[offset] = rec
         return rec
 
-    def body_offsets(self, test: _Test) -> frozenset[int]:
+    def body_offsets(self, test: Test) -> frozenset[int]:
         """Bytecode offsets of the body of a one-line ``if`` (by source position)."""
         key = id(test)
         found = self.inline_offsets.get(key)

@@ -2,7 +2,7 @@
 
 Part of the sandbox-side tracer (see ``tracer``), imported as a flat module: standard library,
 ``values`` and the tracer's other modules but ``tracer`` itself, no module-level side effects.
-With the C fast path, ``_Frame`` is a subclass of ``_tracecore.FrameCore``, which holds its
+With the C fast path, ``Frame`` is a subclass of ``_tracecore.FrameCore``, which holds its
 fields and calls the methods here by name.
 """
 
@@ -15,48 +15,48 @@ if TYPE_CHECKING:  # the sandbox imports the same files as flat modules
     from codereasoner import values
     from codereasoner.execution.sandboxed.tracer_accelerator import ACCELERATOR
     from codereasoner.execution.sandboxed.tracer_analysis import (
-        _EMPTY,
-        _FULL,
-        _FULL_POINT,
-        _HARD,
-        _MUTATE,
-        _NO_OFFSETS,
-        _NO_POINT,
-        _CodeInfo,
-        _Loop,
-        _Test,
+        EMPTY,
+        FULL,
+        FULL_POINT,
+        HARD,
+        MUTATE,
+        NO_OFFSETS,
+        NO_POINT,
+        CodeInfo,
+        Loop,
+        Test,
     )
     from codereasoner.execution.sandboxed.tracer_locals import (
-        _ID,
-        _MISSING,
-        _LocalTracking,
-        _Recorder,
+        ID,
+        MISSING,
+        LocalTracking,
+        Recorder,
     )
-    from codereasoner.execution.sandboxed.tracer_loops import _LoopCounting
+    from codereasoner.execution.sandboxed.tracer_loops import LoopCounting
     from codereasoner.execution.sandboxed.tracer_render import (
-        _ATOMS,
-        _NEG_SMALL,
-        _SMALL,
-        _hidden_mutator,
+        ATOMS,
+        NEG_SMALL,
+        SMALL,
+        hidden_mutator,
     )
 else:
     import values
     from tracer_accelerator import ACCELERATOR
     from tracer_analysis import (
-        _EMPTY,
-        _FULL,
-        _FULL_POINT,
-        _HARD,
-        _MUTATE,
-        _NO_OFFSETS,
-        _NO_POINT,
-        _CodeInfo,
-        _Loop,
-        _Test,
+        EMPTY,
+        FULL,
+        FULL_POINT,
+        HARD,
+        MUTATE,
+        NO_OFFSETS,
+        NO_POINT,
+        CodeInfo,
+        Loop,
+        Test,
     )
-    from tracer_locals import _ID, _MISSING, _LocalTracking, _Recorder
-    from tracer_loops import _LoopCounting
-    from tracer_render import _ATOMS, _NEG_SMALL, _SMALL, _hidden_mutator
+    from tracer_locals import ID, MISSING, LocalTracking, Recorder
+    from tracer_loops import LoopCounting
+    from tracer_render import ATOMS, NEG_SMALL, SMALL, hidden_mutator
 
 _METHOD = types.MethodType
 
@@ -65,7 +65,7 @@ class TraceOverflow(Exception):
     """Raised inside the tracer to abandon tracing once a cap is reached."""
 
 
-class _TracerState(_Recorder, Protocol):
+class _TracerState(Recorder, Protocol):
     """What frames read and update of their tracer (``tracer.Tracer``)."""
 
     accelerated: bool
@@ -84,7 +84,7 @@ class _TracerState(_Recorder, Protocol):
     def assume_hidden_mutators(self) -> None: ...
 
 
-class _Frame(_LocalTracking, _LoopCounting):
+class Frame(LocalTracking, LoopCounting):
     """Trace state of one frame instance. The frame's ``f_trace`` is the instance itself when
     the C fast path is used (it handles common line events and calls ``local`` for the rest),
     else its bound ``local``."""
@@ -93,7 +93,7 @@ class _Frame(_LocalTracking, _LoopCounting):
 
     tr: _TracerState
 
-    def __init__(self, tr: _TracerState, info: _CodeInfo, depth: int) -> None:
+    def __init__(self, tr: _TracerState, info: CodeInfo, depth: int) -> None:
         # _tracecore.c's new_frame sets the same fields: keep the two in step.
         self.tr = tr
         self.info = info
@@ -106,18 +106,18 @@ class _Frame(_LocalTracking, _LoopCounting):
         self.watch: dict[str, list] = {}
         self.step: dict | None = None
         self.off = -1  # of the latest line event (-1: none yet)
-        self.point: tuple = _FULL_POINT
+        self.point: tuple = FULL_POINT
         self.counts: dict[object, int] = {}
-        self.enc: tuple = _EMPTY
-        self.loops: tuple = _EMPTY
-        self.cond_test: _Test | None = None
+        self.enc: tuple = EMPTY
+        self.loops: tuple = EMPTY
+        self.cond_test: Test | None = None
         self.cond_step: dict | None = None
         self.rev_loop: object = None
         self.rev_index = 0
         self.rev_step: dict | None = None
         self.rev_more: list | None = None
         self.inline_step: dict | None = None
-        self.inline_offs: frozenset[int] = _NO_OFFSETS
+        self.inline_offs: frozenset[int] = NO_OFFSETS
         self.inline_seen = False  # an opcode event arrived (3.12 may not deliver any)
         self.raised = False  # an exception reached this frame since its last line event
         # The fields every step starts with, copied (dict.copy) for each step. Built with room
@@ -128,7 +128,7 @@ class _Frame(_LocalTracking, _LoopCounting):
             "frame": self.qual,
             "fid": self.fid,
             "depth": depth,
-            "loops": _EMPTY,
+            "loops": EMPTY,
             "changes": None,
         }
         del template["changes"]
@@ -176,7 +176,7 @@ class _Frame(_LocalTracking, _LoopCounting):
                 if flags:
                     loc = frame.f_locals
                     snap = self.snap
-                    if flags & _FULL or (flags & _MUTATE and len(loc) != len(snap)):
+                    if flags & FULL or (flags & MUTATE and len(loc) != len(snap)):
                         self.rebind_all(loc, step)
                     else:
                         # The common case, inlined: only the names the line stores to can have
@@ -185,16 +185,16 @@ class _Frame(_LocalTracking, _LoopCounting):
                             try:
                                 value = loc[name]
                             except KeyError:
-                                value = _MISSING
+                                value = MISSING
                             entry = snap.get(name)
                             if entry is None or entry[0] is not value:
                                 # An atom replacing an atom, inlined from store(): an int that
                                 # renders as its repr (16 chars at most) or a str that may.
                                 kind = type(value)
-                                if entry is None or entry[2] != _ID:
+                                if entry is None or entry[2] != ID:
                                     self.store(name, value, entry, step)
                                     continue
-                                if kind is int and _NEG_SMALL < value < _SMALL:
+                                if kind is int and NEG_SMALL < value < SMALL:
                                     text = repr(value)
                                 elif kind is str and len(value) <= self.max_chars:
                                     text = repr(value)
@@ -214,18 +214,18 @@ class _Frame(_LocalTracking, _LoopCounting):
                                         changes[name] = text
                                     tr.size += len(name) + len(text) + 6
                     if self.watch:
-                        if flags & _HARD:
+                        if flags & HARD:
                             self.recheck(step)
                         elif inplace:
                             for name in inplace:
                                 entry = snap.get(name)
-                                if entry is not None and entry[2] != _ID:
+                                if entry is not None and entry[2] != ID:
                                     # `x += ...` mutated a container in place (maybe aliased)
                                     self.recheck(step)
                                     break
                 rev = self.rev_loop
                 if rev is not None:
-                    if rev.__class__ is _Loop and rev.body_lo <= line <= rev.body_hi:
+                    if rev.__class__ is Loop and rev.body_lo <= line <= rev.body_hi:
                         self.rev_loop = None  # the header check entered the body
                     else:
                         self.resolve_rev(line, off)
@@ -282,7 +282,7 @@ class _Frame(_LocalTracking, _LoopCounting):
             self.tr.fail(f"tracer_error: {type(exc).__name__}: {exc}")
         frame.f_trace = None
 
-    def start_inline(self, frame: types.FrameType, test: _Test, step: dict) -> None:
+    def start_inline(self, frame: types.FrameType, test: Test, step: dict) -> None:
         """A one-line ``if test: body`` starts: decide it from opcode events."""
         self.inline_step = step
         self.inline_offs = self.info.body_offsets(test)
@@ -295,11 +295,11 @@ class _Frame(_LocalTracking, _LoopCounting):
         snap = self.snap
         args = {}
         for name, value in frame.f_locals.items():
-            if type(value) in _ATOMS:  # self.entry(value), inlined
-                entry = snap[name] = [value, text_of(value), _ID, None]
+            if type(value) in ATOMS:  # self.entry(value), inlined
+                entry = snap[name] = [value, text_of(value), ID, None]
             else:
                 entry = snap[name] = self.entry(value)
-                if entry[2] != _ID:
+                if entry[2] != ID:
                     self.watch[name] = entry
             if name[0] != "." and name != "__class__":
                 args[name] = entry[1]
@@ -323,13 +323,13 @@ class _Frame(_LocalTracking, _LoopCounting):
         if step is None:
             return
         # Since the latest line event only the rest of that line ran (a Python call or an
-        # exception since then has made the point _FULL_POINT).
+        # exception since then has made the point FULL_POINT).
         if self.point[0]:
             if tr.accelerated:
                 self.finish(frame, step)  # FrameCore.finish (in C)
             else:
                 self.update(frame.f_locals, step)
-        self.point = _NO_POINT
+        self.point = NO_POINT
         off = frame.f_lasti
         info = self.info
         if off in info.yields and not self.raised:
@@ -350,11 +350,11 @@ class _Frame(_LocalTracking, _LoopCounting):
             step["ret"] = tr.render.text(arg)
         if info.class_body and not tr.paranoid:
             namespace = frame.f_locals
-            if any(_hidden_mutator(value) for value in list(namespace.values())):
+            if any(hidden_mutator(value) for value in list(namespace.values())):
                 tr.assume_hidden_mutators()
 
     def on_exception(self, frame: types.FrameType, arg: object) -> None:
-        self.point = _FULL_POINT
+        self.point = FULL_POINT
         if type(arg) is tuple and arg[0] is StopIteration and frame.f_lasti in self.info.fiter:
             return  # a `for` loop over a generator that returned a value: plain iteration
         self.raised = True
@@ -368,10 +368,10 @@ class _Frame(_LocalTracking, _LoopCounting):
 
 
 if ACCELERATOR is not None:
-    ACCELERATOR.enable_vectorcall(_Frame)
+    ACCELERATOR.enable_vectorcall(Frame)
 
 
-def _owner(trace_function: object) -> _Frame | None:
-    """The _Frame behind a frame's ``f_trace`` (itself, or its bound ``local``), if any."""
+def frame_owner(trace_function: object) -> Frame | None:
+    """The Frame behind a frame's ``f_trace`` (itself, or its bound ``local``), if any."""
     owner = trace_function.__self__ if type(trace_function) is _METHOD else trace_function
-    return owner if type(owner) is _Frame else None
+    return owner if type(owner) is Frame else None

@@ -3,7 +3,7 @@
 Part of the sandbox-side tracer (see ``tracer``), imported as a flat module: standard library,
 ``values`` and the tracer's accelerator, analysis and rendering modules only, no module-level side
 effects.
-``_LocalTracking`` is a base of ``tracer_frame._Frame``; the C fast path (``_tracecore``) calls
+``LocalTracking`` is a base of ``tracer_frame.Frame``; the C fast path (``_tracecore``) calls
 its methods by name and reads the entries it builds.
 """
 
@@ -13,36 +13,36 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # the sandbox imports the same files as flat modules
     from codereasoner import values
-    from codereasoner.execution.sandboxed.tracer_accelerator import _FrameFields
-    from codereasoner.execution.sandboxed.tracer_analysis import _FULL, _HARD, _MUTATE
+    from codereasoner.execution.sandboxed.tracer_accelerator import FrameFields
+    from codereasoner.execution.sandboxed.tracer_analysis import FULL, HARD, MUTATE
     from codereasoner.execution.sandboxed.tracer_render import (
-        _ATOMS,
-        _deep_immutable,
-        _dumps,
-        _fingerprint,
-        _Renderer,
+        ATOMS,
+        Renderer,
+        deep_immutable,
+        dumps,
+        value_fingerprint,
     )
 else:
     import values
-    from tracer_accelerator import _FrameFields
-    from tracer_analysis import _FULL, _HARD, _MUTATE
-    from tracer_render import _ATOMS, _deep_immutable, _dumps, _fingerprint, _Renderer
+    from tracer_accelerator import FrameFields
+    from tracer_analysis import FULL, HARD, MUTATE
+    from tracer_render import ATOMS, Renderer, deep_immutable, dumps, value_fingerprint
 
 # Entry layout for one tracked local: [value, text, kind, extra]; the C fast path may append a
 # 5th element (a snapshot of the items), which any change of `extra` here must drop.
-_ID, _FOREIGN, _FP = 0, 1, 2  # identity only / identity + type / marshal fingerprint
-_MISSING = object()  # the value of a deleted (or not yet bound) local
+ID, _FOREIGN, _FP = 0, 1, 2  # identity only / identity + type / marshal fingerprint
+MISSING = object()  # the value of a deleted (or not yet bound) local
 _MUTABLE = (list, dict, set)
 
 
-class _Recorder(Protocol):
+class Recorder(Protocol):
     """What the tracking of locals uses of the tracer (``tracer.Tracer``)."""
 
-    render: _Renderer
+    render: Renderer
     size: int  # estimated JSON size of the trace's changes and arguments
 
 
-class _LocalTracking(_FrameFields):
+class LocalTracking(FrameFields):
     """Snapshot and diff of one frame's locals (a base of ``_Frame``; the fields it uses below).
 
     ``snap`` maps every tracked name to its entry, ``watch`` the names whose entries must be
@@ -51,7 +51,7 @@ class _LocalTracking(_FrameFields):
 
     __slots__ = ()
 
-    tr: _Recorder
+    tr: Recorder
     snap: dict[str, list]
     watch: dict[str, list]
     point: tuple
@@ -60,22 +60,22 @@ class _LocalTracking(_FrameFields):
         """A tracking entry [value, text, kind, extra] for a freshly bound value."""
         kind = type(value)
         render = self.tr.render
-        if kind in _ATOMS:
-            return [value, render.text(value), _ID, None]
+        if kind in ATOMS:
+            return [value, render.text(value), ID, None]
         if kind in _MUTABLE or kind is tuple or kind is frozenset:
-            if (kind is tuple or kind is frozenset) and _deep_immutable(value):
-                return [value, render.text(value), _ID, None]
+            if (kind is tuple or kind is frozenset) and deep_immutable(value):
+                return [value, render.text(value), ID, None]
             size = len(value)  # type: ignore[arg-type]
             if size > render.bound:
                 return [value, render.text(value), _FP, size]
-            fp = _fingerprint(value)
+            fp = value_fingerprint(value)
             return [value, render.with_fingerprint(value, fp), _FP, fp]
         return [value, render.text(value), _FOREIGN, kind]
 
     def bind(self, name: str, value: object, old: list | None, step: dict) -> None:
-        """Track a new binding of ``name`` (``_MISSING``: deleted) and record any change."""
+        """Track a new binding of ``name`` (``MISSING``: deleted) and record any change."""
         snap = self.snap
-        if value is _MISSING:
+        if value is MISSING:
             if old is None:
                 return
             del snap[name]
@@ -83,9 +83,9 @@ class _LocalTracking(_FrameFields):
             text = None
         else:
             entry = snap[name] = self.entry(value)
-            if entry[2] != _ID:
+            if entry[2] != ID:
                 self.watch[name] = entry
-            elif old is not None and old[2] != _ID:
+            elif old is not None and old[2] != ID:
                 del self.watch[name]
             text = entry[1]
             if old is not None and text == old[1]:
@@ -104,7 +104,7 @@ class _LocalTracking(_FrameFields):
 
     def store(self, name: str, value: object, entry: list | None, step: dict) -> None:
         """A stored-to name whose value is not the tracked object any more (or is new)."""
-        if entry is not None and entry[2] == _ID and type(value) in _ATOMS:
+        if entry is not None and entry[2] == ID and type(value) in ATOMS:
             entry[0] = value
             text = self.tr.render.text(value)
             if text != entry[1]:
@@ -121,7 +121,7 @@ class _LocalTracking(_FrameFields):
             if entry is not None:
                 if entry[0] is value:
                     continue
-                if entry[2] == _ID and type(value) in _ATOMS:
+                if entry[2] == ID and type(value) in ATOMS:
                     entry[0] = value  # an atom replaced by an atom: reuse the entry
                     text = text_of(value)
                     if text != entry[1]:
@@ -137,7 +137,7 @@ class _LocalTracking(_FrameFields):
         """Names tracked but no longer in the frame's locals were deleted."""
         snap = self.snap
         for name in [name for name in snap if name not in loc]:
-            self.bind(name, _MISSING, snap[name], step)
+            self.bind(name, MISSING, snap[name], step)
 
     def recheck(self, step: dict) -> None:
         """Look for in-place changes of the tracked containers and objects."""
@@ -159,8 +159,8 @@ class _LocalTracking(_FrameFields):
                     del entry[4:]  # the C fast path's snapshot (see _tracecore.c) is stale
                     text = f"<{type(value).__name__} of {size} items, too large>"
                 else:
-                    try:  # _fingerprint, inlined
-                        fp = _dumps(value, 2)
+                    try:  # value_fingerprint, inlined
+                        fp = dumps(value, 2)
                     except (ValueError, RecursionError, MemoryError):
                         fp = None
                     if fp is not None and fp == entry[3]:
@@ -184,17 +184,17 @@ class _LocalTracking(_FrameFields):
         """Record in ``step`` the locals that changed since the snapshot (the line just ran)."""
         snap = self.snap
         flags, stores, inplace = self.point
-        if flags & _FULL or (flags & _MUTATE and len(loc) != len(snap)):
+        if flags & FULL or (flags & MUTATE and len(loc) != len(snap)):
             self.rebind_all(loc, step)
         else:
             # Only the names the line stores to can have been rebound (no Python call ran).
             for name in stores:
-                value = loc.get(name, _MISSING)
+                value = loc.get(name, MISSING)
                 entry = snap.get(name)
                 if entry is None or entry[0] is not value:
                     self.store(name, value, entry, step)
         if self.watch:
-            if flags & _HARD:
+            if flags & HARD:
                 self.recheck(step)
             elif inplace:
                 self.recheck_inplace(inplace, step)
@@ -203,6 +203,6 @@ class _LocalTracking(_FrameFields):
         snap = self.snap
         for name in names:
             entry = snap.get(name)
-            if entry is not None and entry[2] != _ID:
+            if entry is not None and entry[2] != ID:
                 self.recheck(step)  # `x += ...` mutated a container in place (maybe aliased)
                 return

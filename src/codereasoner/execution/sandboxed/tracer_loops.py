@@ -2,7 +2,7 @@
 
 Part of the sandbox-side tracer (see ``tracer``), imported as a flat module: standard library and
 the tracer's accelerator and analysis modules only, no module-level side effects.
-``_LoopCounting`` is a base of ``tracer_frame._Frame``; the C fast path (``_tracecore``) calls its
+``LoopCounting`` is a base of ``tracer_frame.Frame``; the C fast path (``_tracecore``) calls its
 methods by name.
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the sandbox imports the same files as flat modules
-    from codereasoner.execution.sandboxed.tracer_accelerator import _FrameFields
-    from codereasoner.execution.sandboxed.tracer_analysis import _FOR, _WHILE, _CodeInfo
+    from codereasoner.execution.sandboxed.tracer_accelerator import FrameFields
+    from codereasoner.execution.sandboxed.tracer_analysis import FOR, WHILE, CodeInfo
 else:
-    from tracer_accelerator import _FrameFields
-    from tracer_analysis import _FOR, _WHILE, _CodeInfo
+    from tracer_accelerator import FrameFields
+    from tracer_analysis import FOR, WHILE, CodeInfo
 
 
-class _LoopCounting(_FrameFields):
+class LoopCounting(FrameFields):
     """Loop iteration counts of one frame (a base of ``_Frame``; the fields it uses below).
 
     ``counts`` maps each loop being run (a ``_Loop``, or the index of a comprehension's ``for``
@@ -28,7 +28,7 @@ class _LoopCounting(_FrameFields):
 
     __slots__ = ()
 
-    info: _CodeInfo
+    info: CodeInfo
     recs: dict[int, tuple]
     off: int
     counts: dict[object, int]
@@ -77,7 +77,7 @@ class _LoopCounting(_FrameFields):
                     continue
                 kind = loop.kind
                 in_head = loop.head_lo <= line <= loop.head_hi
-                if kind == _FOR:
+                if kind == FOR:
                     target = info.fiter.get(off)
                     if target is loop or (
                         target is None
@@ -92,7 +92,7 @@ class _LoopCounting(_FrameFields):
                     elif in_head and target is None and backward:
                         counts[loop] = 1  # entered anew by an enclosing loop
                         changed = True
-                elif kind == _WHILE:
+                elif kind == WHILE:
                     if not in_head:
                         continue
                     prev_in_head = loop.head_lo <= prev <= loop.head_hi
@@ -120,7 +120,7 @@ class _LoopCounting(_FrameFields):
         if changed:
             self.loops = self.template["loops"] = tuple([(loop.line, counts[loop]) for loop in enc])
             step["loops"] = self.loops
-        if rehit is not None and not (rehit.kind == _WHILE and rehit.inline):
+        if rehit is not None and not (rehit.kind == WHILE and rehit.inline):
             self.rev_loop = rehit
             self.rev_index = enc.index(rehit)
             self.rev_step = step

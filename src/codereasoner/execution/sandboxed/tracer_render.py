@@ -17,18 +17,18 @@ if TYPE_CHECKING:  # the sandbox imports the same file as the flat module `value
 else:
     import values
 
-_SMALL = 10**15  # ints below this render as repr() (16 chars at most; max_value_chars >= 16)
-_NEG_SMALL = -_SMALL
-_ATOMS = (int, float, str, bytes, bool, complex, type(None))
+SMALL = 10**15  # ints below this render as repr() (16 chars at most; max_value_chars >= 16)
+NEG_SMALL = -SMALL
+ATOMS = (int, float, str, bytes, bool, complex, type(None))
 _SIZED = (list, tuple, dict, set, frozenset)
 _NONE_TYPE = type(None)
 _PYTHON_CALLABLES = (types.FunctionType, types.MethodType)
 # marshal.dumps accepts any object and raises ValueError for one it cannot write (its stub
 # names only the types it can).
-_dumps = cast("Callable[[object, int], bytes]", marshal.dumps)
+dumps = cast("Callable[[object, int], bytes]", marshal.dumps)
 
 
-class _Renderer:
+class Renderer:
     __slots__ = ("bound", "fp_limit", "max_chars", "repr_limit")
 
     def __init__(self, max_chars: int) -> None:
@@ -44,7 +44,7 @@ class _Renderer:
         kind = type(value)
         max_chars = self.max_chars
         if kind is int:
-            if _NEG_SMALL < value < _SMALL:  # type: ignore[operator]
+            if NEG_SMALL < value < SMALL:  # type: ignore[operator]
                 text = repr(value)
                 if len(text) <= max_chars:
                     return text
@@ -117,7 +117,7 @@ def _reprable(value: object, budget: int, depth: int) -> int:
     """Budget left after ``value`` if ``repr(value) == values.render(value)``, else -1.
 
     True for lists, tuples and dicts nested at most 20 deep that hold only ints below
-    ``_SMALL``, finite floats, str, bytes, bool and None (their C reprs run no user code). Sets
+    ``SMALL``, finite floats, str, bytes, bool and None (their C reprs run no user code). Sets
     are excluded: values.render sorts them, repr does not. The budget is a lower bound on the
     length of the text, so a negative result also means "too long to bother".
     """
@@ -144,7 +144,7 @@ def _items_reprable(items: Collection, budget: int, depth: int) -> int:
             # Many items of one type: checked by C loops.
             kind = kinds.pop()
             if kind is int:
-                if min(items) <= _NEG_SMALL or max(items) >= _SMALL:
+                if min(items) <= NEG_SMALL or max(items) >= SMALL:
                     return -1
                 return budget - 3 * len(items)
             if kind is str or kind is bytes:
@@ -158,7 +158,7 @@ def _items_reprable(items: Collection, budget: int, depth: int) -> int:
     for item in items:
         kind = type(item)
         if kind is int:
-            if not _NEG_SMALL < item < _SMALL:
+            if not NEG_SMALL < item < SMALL:
                 return -1
             budget -= 3
         elif kind is str or kind is bytes:
@@ -181,23 +181,23 @@ def _items_reprable(items: Collection, budget: int, depth: int) -> int:
     return budget if budget >= 0 else -1
 
 
-def _fingerprint(value: object) -> bytes | None:
+def value_fingerprint(value: object) -> bytes | None:
     try:
-        return _dumps(value, 2)
+        return dumps(value, 2)
     except (ValueError, RecursionError, MemoryError):
         return None
 
 
-def _deep_immutable(value: object) -> bool:
+def deep_immutable(value: object) -> bool:
     kind = type(value)
-    if kind in _ATOMS:
+    if kind in ATOMS:
         return True
     if kind is tuple or kind is frozenset:
-        return all(_deep_immutable(item) for item in value)  # type: ignore[attr-defined]
+        return all(deep_immutable(item) for item in value)  # type: ignore[attr-defined]
     return False
 
 
-def _hidden_mutator(value: object) -> bool:
+def hidden_mutator(value: object) -> bool:
     """Whether a class attribute could run C code on a read, a comparison or an operator: a
     callable that is not a Python function or class (a bound builtin method, a partial, ...),
     also behind property, staticmethod or classmethod. Python callables start frames, which
@@ -205,16 +205,16 @@ def _hidden_mutator(value: object) -> bool:
     kind = type(value)
     if kind is property:
         return any(
-            _hidden_mutator(part)
+            hidden_mutator(part)
             for part in (value.fget, value.fset, value.fdel)  # type: ignore[attr-defined]
             if part is not None
         )
     if kind is staticmethod or kind is classmethod:
-        return _hidden_mutator(value.__func__)  # type: ignore[attr-defined]
+        return hidden_mutator(value.__func__)  # type: ignore[attr-defined]
     return callable(value) and not isinstance(value, (*_PYTHON_CALLABLES, type))
 
 
-def _exception_info(exc: BaseException) -> dict[str, str]:
+def exception_info(exc: BaseException) -> dict[str, str]:
     """Type name and message of an exception, without running code the program defined."""
     name = values.type_name(exc)
     try:
@@ -222,7 +222,7 @@ def _exception_info(exc: BaseException) -> dict[str, str]:
         mro = type.__dict__["__mro__"].__get__(type(exc))
         owner = next(klass for klass in mro if "__str__" in klass.__dict__)
         if owner.__module__ == "builtins" and all(
-            type(arg) in _ATOMS or _literal(arg) for arg in args
+            type(arg) in ATOMS or _literal(arg) for arg in args
         ):
             return {"type": name, "message": str(exc)[:2000]}
     except Exception:

@@ -55,10 +55,10 @@ from codereasoner.execution import (
 )
 from codereasoner.families.core.build_files import (
     FORMAT,
-    _json_list,
-    _summary,
     io_records,
+    json_list,
     qa_records,
+    summary_data,
 )
 from codereasoner.families.core.programs import PREAMBLE, entry_point
 from codereasoner.families.core.sources import SourceProblem, SourceProblems, read_problems
@@ -193,9 +193,9 @@ def build(
             if progress is not None:
                 progress(number, len(chosen), problem.id)
         records = [done[problem.id] for problem in chosen]
-        summary = _summary(settings, source, records)
-        write_atomic(out / IO_FILE, _json_list(io_records(records)))
-        write_atomic(out / QA_FILE, _json_list(qa_records(records)))
+        summary = summary_data(settings, source, records)
+        write_atomic(out / IO_FILE, json_list(io_records(records)))
+        write_atomic(out / QA_FILE, json_list(qa_records(records)))
         write_atomic(out / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
     return BuildSummary(summary, out)
 

@@ -25,7 +25,7 @@ PROBE_MODEL = "codereasoner-trace"  # core_qa's model_used: the probe's author i
 # ---------------------------------------------------------------------------------------
 
 
-def _json_list(records: Sequence[Mapping[str, Any]]) -> str:
+def json_list(records: Sequence[Mapping[str, Any]]) -> str:
     return json.dumps(list(records), indent=1, ensure_ascii=True) + "\n"
 
 
@@ -122,7 +122,7 @@ def _spread(numbers: Sequence[int]) -> dict[str, float]:
     }
 
 
-def _summary(
+def summary_data(
     settings: BuildSettings, source: SourceProblems, records: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
     built = list(_built(records))

@@ -43,26 +43,26 @@ from pathlib import Path
 
 from codereasoner.programs.rewrites.analysis import Apply
 from codereasoner.programs.rewrites.conditions import (
-    _apply_de_morgan,
-    _apply_early_return_to_flag,
-    _apply_swap_if_else,
+    apply_de_morgan,
+    apply_early_return_to_flag,
+    apply_swap_if_else,
 )
-from codereasoner.programs.rewrites.helpers import _apply_extract_helper, _apply_inline_helper
+from codereasoner.programs.rewrites.helpers import apply_extract_helper, apply_inline_helper
 from codereasoner.programs.rewrites.loops import (
-    _apply_comprehension_to_loop,
-    _apply_for_to_while,
-    _apply_iter_to_index,
-    _apply_loop_to_comprehension,
-    _apply_while_to_for,
+    apply_comprehension_to_loop,
+    apply_for_to_while,
+    apply_iter_to_index,
+    apply_loop_to_comprehension,
+    apply_while_to_for,
 )
-from codereasoner.programs.rewrites.names import _apply_rename
+from codereasoner.programs.rewrites.names import apply_rename
 from codereasoner.programs.rewrites.surface import (
-    _apply_augassign_contract,
-    _apply_augassign_expand,
-    _apply_characters_literal,
-    _apply_drop_annotations,
-    _apply_mirror_comparisons,
-    _apply_split_conjunction,
+    apply_augassign_contract,
+    apply_augassign_expand,
+    apply_characters_literal,
+    apply_drop_annotations,
+    apply_mirror_comparisons,
+    apply_split_conjunction,
 )
 from codereasoner.registry import Registry
 
@@ -114,58 +114,58 @@ def compose(source: str, kinds: Sequence[str], rng: random.Random) -> tuple[str,
 
 REWRITES: Registry[Rewrite] = Registry("rewrite")
 for _rewrite in (
-    Rewrite("rename", "locals and parameters get fresh names", _apply_rename),
-    Rewrite("for_to_while", "for i in range(...) becomes a counting while", _apply_for_to_while),
-    Rewrite("while_to_for", "a counting while becomes for i in range(...)", _apply_while_to_for),
+    Rewrite("rename", "locals and parameters get fresh names", apply_rename),
+    Rewrite("for_to_while", "for i in range(...) becomes a counting while", apply_for_to_while),
+    Rewrite("while_to_for", "a counting while becomes for i in range(...)", apply_while_to_for),
     Rewrite(
         "loop_to_comprehension",
         "r = []; for x in xs: r.append(e) becomes a list comprehension",
-        _apply_loop_to_comprehension,
+        apply_loop_to_comprehension,
     ),
     Rewrite(
         "comprehension_to_loop",
         "r = [e for x in xs] becomes an appending loop",
-        _apply_comprehension_to_loop,
+        apply_comprehension_to_loop,
     ),
-    Rewrite("swap_if_else", "if c: A else: B becomes if not c: B else: A", _apply_swap_if_else),
-    Rewrite("de_morgan", "not (a and b) and not a or not b, either way", _apply_de_morgan),
+    Rewrite("swap_if_else", "if c: A else: B becomes if not c: B else: A", apply_swap_if_else),
+    Rewrite("de_morgan", "not (a and b) and not a or not b, either way", apply_de_morgan),
     Rewrite(
         "early_return_to_flag",
         "an early return from a loop becomes a result variable and break",
-        _apply_early_return_to_flag,
+        apply_early_return_to_flag,
     ),
     Rewrite(
         "extract_helper",
         "a pure expression moves into a module-level helper",
-        _apply_extract_helper,
+        apply_extract_helper,
     ),
-    Rewrite("inline_helper", "a one-line helper is inlined into its calls", _apply_inline_helper),
+    Rewrite("inline_helper", "a one-line helper is inlined into its calls", apply_inline_helper),
     Rewrite(
         "iter_to_index",
         "for x in seq becomes for i in range(len(seq)): x = seq[i]",
-        _apply_iter_to_index,
+        apply_iter_to_index,
     ),
-    Rewrite("augassign_expand", "s += x becomes s = s + x", _apply_augassign_expand),
-    Rewrite("augassign_contract", "s = s + x becomes s += x", _apply_augassign_contract),
+    Rewrite("augassign_expand", "s += x becomes s = s + x", apply_augassign_expand),
+    Rewrite("augassign_contract", "s = s + x becomes s += x", apply_augassign_contract),
     Rewrite(
         "mirror_comparisons",
         "a > b becomes b < a (or the reverse) at every side-effect-free comparison",
-        _apply_mirror_comparisons,
+        apply_mirror_comparisons,
     ),
     Rewrite(
         "split_conjunction",
         "if a and b: body (no else) becomes nested ifs",
-        _apply_split_conjunction,
+        apply_split_conjunction,
     ),
     Rewrite(
         "characters_literal",
         "a display of one-character strings becomes set('...') / list / tuple",
-        _apply_characters_literal,
+        apply_characters_literal,
     ),
     Rewrite(
         "drop_annotations",
         "parameter, return and local variable annotations are dropped",
-        _apply_drop_annotations,
+        apply_drop_annotations,
     ),
 ):
     REWRITES.register(_rewrite)

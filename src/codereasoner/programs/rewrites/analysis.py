@@ -13,10 +13,10 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 _T = TypeVar("_T")
 Apply = Callable[[ast.Module, random.Random], bool]
 
-_BUILTINS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+BUILTINS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.While, ast.AsyncFor)
-_ARITHMETIC = (
+ARITHMETIC = (
     ast.Add,
     ast.Sub,
     ast.Mult,
@@ -30,7 +30,7 @@ _ARITHMETIC = (
     ast.LShift,
     ast.RShift,
 )
-_FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Eq: ast.NotEq,
     ast.NotEq: ast.Eq,
     ast.In: ast.NotIn,
@@ -38,7 +38,7 @@ _FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Is: ast.IsNot,
     ast.IsNot: ast.Is,
 }
-_NAMES = (
+NAMES = (
     "value",
     "item",
     "total",
@@ -61,14 +61,14 @@ _NAMES = (
     "pos",
 )
 _FRAME = frozenset({"locals", "vars", "eval", "exec", "globals", "dir"})
-_HELPER_NAMES = ("compute", "combine", "evaluate", "calc", "derive", "helper")
-_SEQUENCE_ANNOTATIONS = frozenset({"list", "str", "tuple", "List", "Tuple"})
-_SEQUENCE_CALLS = frozenset({"list", "sorted", "tuple", "str"})
-_SEQUENCE_METHODS = frozenset({"split", "splitlines", "rsplit"})
-_READ_ONLY_CALLS = frozenset(
+HELPER_NAMES = ("compute", "combine", "evaluate", "calc", "derive", "helper")
+SEQUENCE_ANNOTATIONS = frozenset({"list", "str", "tuple", "List", "Tuple"})
+SEQUENCE_CALLS = frozenset({"list", "sorted", "tuple", "str"})
+SEQUENCE_METHODS = frozenset({"split", "splitlines", "rsplit"})
+READ_ONLY_CALLS = frozenset(
     {"len", "sum", "min", "max", "sorted", "list", "tuple", "set", "str", "any", "all", "print"}
 )
-_READ_ONLY_METHODS = frozenset(
+READ_ONLY_METHODS = frozenset(
     {"count", "index", "find", "rfind", "startswith", "endswith", "copy", "isdigit", "isalpha"}
 )
 
@@ -78,11 +78,11 @@ _READ_ONLY_METHODS = frozenset(
 # ---------------------------------------------------------------------------------------
 
 
-def _functions(tree: ast.Module) -> list[Function]:
+def functions_of(tree: ast.Module) -> list[Function]:
     return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
 
 
-def _identifiers(tree: ast.AST) -> set[str]:
+def identifiers(tree: ast.AST) -> set[str]:
     """Every identifier the module spells (names, arguments, attributes, definitions)."""
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -103,11 +103,11 @@ def _identifiers(tree: ast.AST) -> set[str]:
     return found
 
 
-class _Fresh:
+class FreshNames:
     """Fresh readable names that clash with nothing in the module nor the builtins."""
 
     def __init__(self, tree: ast.AST) -> None:
-        self.taken = _identifiers(tree) | _BUILTINS
+        self.taken = identifiers(tree) | BUILTINS
 
     def name(self, preferred: Sequence[str], rng: random.Random | None = None) -> str:
         choices = [name for name in preferred if name not in self.taken]
@@ -122,7 +122,7 @@ class _Fresh:
         return chosen
 
 
-def _module_names(tree: ast.Module) -> set[str]:
+def module_level_names(tree: ast.Module) -> set[str]:
     """Names bound at module level (functions, classes, imports, globals)."""
     names: set[str] = set()
     for node in tree.body:
@@ -135,21 +135,21 @@ def _module_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _stored(node: ast.AST) -> set[str]:
+def stored(node: ast.AST) -> set[str]:
     return {
         n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
 
 
-def _mentioned(node: ast.AST) -> set[str]:
+def mentioned(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _has(node: ast.AST, *kinds: type[ast.AST]) -> bool:
+def has(node: ast.AST, *kinds: type[ast.AST]) -> bool:
     return any(isinstance(n, kinds) for n in ast.walk(node))
 
 
-def _opaque(func: Function) -> bool:
+def opaque(func: Function) -> bool:
     """Constructs whose meaning depends on names as text or on the frame: leave them alone."""
     for node in ast.walk(func):
         if isinstance(node, ast.Global | ast.Nonlocal | ast.Match | ast.Yield | ast.YieldFrom):
@@ -167,11 +167,11 @@ def _opaque(func: Function) -> bool:
     return False
 
 
-def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+def parent_map(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
-def _bodies(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.stmt]]]:
+def statement_lists(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.stmt]]]:
     """Every statement list (bodies, else branches, handlers) with its owner."""
     for node in ast.walk(tree):
         for field in ("body", "orelse", "finalbody"):
@@ -180,7 +180,7 @@ def _bodies(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.stmt]]]:
                 yield node, block
 
 
-def _enclosing_function(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Function | None:
+def enclosing_function(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Function | None:
     while node in parents:
         node = parents[node]
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -188,17 +188,17 @@ def _enclosing_function(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Funct
     return None
 
 
-def _inside_try(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+def inside_try(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     while node in parents:
         node = parents[node]
         if isinstance(node, ast.Try | ast.TryStar | ast.With | ast.AsyncWith):
             return True
-        if isinstance(node, _SCOPES):
+        if isinstance(node, SCOPES):
             return False
     return False
 
 
-def _loop_exits(loop: ast.For | ast.While | ast.AsyncFor) -> bool:
+def loop_exits(loop: ast.For | ast.While | ast.AsyncFor) -> bool:
     """A ``break`` or ``continue`` that belongs to ``loop`` (not to a loop inside it)."""
 
     def search(nodes: list[ast.stmt]) -> bool:
@@ -207,7 +207,7 @@ def _loop_exits(loop: ast.For | ast.While | ast.AsyncFor) -> bool:
                 return True
             if isinstance(node, _LOOPS):
                 continue
-            if isinstance(node, _SCOPES):
+            if isinstance(node, SCOPES):
                 continue
             children = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)]
             handlers = getattr(node, "handlers", [])
@@ -221,7 +221,7 @@ def _loop_exits(loop: ast.For | ast.While | ast.AsyncFor) -> bool:
     return search(loop.body)
 
 
-def _uses_outside(func: Function, inside: ast.AST, names: set[str]) -> bool:
+def uses_outside(func: Function, inside: ast.AST, names: set[str]) -> bool:
     """Whether any of ``names`` appears in ``func`` outside the subtree ``inside``."""
     within = {id(n) for n in ast.walk(inside)}
     for node in ast.walk(func):
@@ -234,14 +234,14 @@ def _uses_outside(func: Function, inside: ast.AST, names: set[str]) -> bool:
     return False
 
 
-def _int_names(func: Function) -> set[str]:
+def int_only_names(func: Function) -> set[str]:
     """Local names that only ever hold ints: parameters annotated ``int`` and other locals whose
     every binding is an int expression (an assignment, an int augmented assignment, or a ``for``
     over ``range``)."""
-    params = {a.arg for a in _all_args(func.args)}
+    params = {a.arg for a in all_args(func.args)}
     names = {
         a.arg
-        for a in _all_args(func.args)
+        for a in all_args(func.args)
         if isinstance(a.annotation, ast.Name) and a.annotation.id == "int"
     }
     bindings: dict[str, list[ast.AST]] = {}
@@ -253,7 +253,7 @@ def _int_names(func: Function) -> set[str]:
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             ok = isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.FloorDiv | ast.Mod)
             bindings.setdefault(node.target.id, []).append(node.value if ok else node)
-        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) and _is_range(node):
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) and is_range(node):
             bindings.setdefault(node.target.id, []).append(ast.Constant(0))
     stores: dict[str, int] = {}
     for node in ast.walk(func):
@@ -263,18 +263,18 @@ def _int_names(func: Function) -> set[str]:
         for name, values in bindings.items():
             if name in params or name in names or stores.get(name, 0) != len(values):
                 continue
-            if all(_is_int(v, names) for v in values):
+            if all(is_int(v, names) for v in values):
                 names.add(name)
     return names
 
 
-def _all_args(args: ast.arguments) -> list[ast.arg]:
+def all_args(args: ast.arguments) -> list[ast.arg]:
     found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     found += [a for a in (args.vararg, args.kwarg) if a is not None]
     return found
 
 
-def _is_int(node: ast.AST, int_names: set[str]) -> bool:
+def is_int(node: ast.AST, int_names: set[str]) -> bool:
     if isinstance(node, ast.Constant):
         return type(node.value) is int
     if isinstance(node, ast.Name):
@@ -283,13 +283,13 @@ def _is_int(node: ast.AST, int_names: set[str]) -> bool:
         return node.func.id == "len" and len(node.args) == 1 and not node.keywords
     if isinstance(node, ast.BinOp):
         ok = isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.FloorDiv | ast.Mod)
-        return ok and _is_int(node.left, int_names) and _is_int(node.right, int_names)
+        return ok and is_int(node.left, int_names) and is_int(node.right, int_names)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return _is_int(node.operand, int_names)
+        return is_int(node.operand, int_names)
     return False
 
 
-def _is_range(node: ast.For) -> bool:
+def is_range(node: ast.For) -> bool:
     call = node.iter
     return (
         isinstance(call, ast.Call)
@@ -301,10 +301,10 @@ def _is_range(node: ast.For) -> bool:
     )
 
 
-_GUARDED = frozenset({"len", "range", "super"}) | _SEQUENCE_CALLS | _READ_ONLY_CALLS
+_GUARDED = frozenset({"len", "range", "super"}) | SEQUENCE_CALLS | READ_ONLY_CALLS
 
 
-def _shadows_builtins(tree: ast.AST) -> bool:
+def shadows_builtins(tree: ast.AST) -> bool:
     """Whether the module binds a builtin the rewrites call or reason about (``len``, ``list``,
     ...): their meaning is then unknown, so those rewrites do not apply."""
     bound = {
@@ -325,16 +325,16 @@ def _shadows_builtins(tree: ast.AST) -> bool:
     return bool(bound & _GUARDED)
 
 
-def _captured_late(body: list[ast.stmt], name: str) -> bool:
+def captured_late(body: list[ast.stmt], name: str) -> bool:
     """A lambda, nested function or generator expression in ``body`` that reads ``name``: it may
     run after the loop and see the loop variable's final value, which a rewrite could change."""
     return any(
         isinstance(node, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef | ast.GeneratorExp)
-        and name in _mentioned(node)
+        and name in mentioned(node)
         for statement in body
         for node in ast.walk(statement)
     )
 
 
-def _pick(sites: list[_T], rng: random.Random) -> _T | None:
+def pick(sites: list[_T], rng: random.Random) -> _T | None:
     return rng.choice(sites) if sites else None

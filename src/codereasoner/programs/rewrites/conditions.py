@@ -6,16 +6,16 @@ import ast
 import random
 
 from codereasoner.programs.rewrites.analysis import (
-    _FLIPPED,
-    _SCOPES,
+    FLIPPED,
+    SCOPES,
+    FreshNames,
     Function,
-    _enclosing_function,
-    _Fresh,
-    _functions,
-    _has,
-    _opaque,
-    _parents,
-    _pick,
+    enclosing_function,
+    functions_of,
+    has,
+    opaque,
+    parent_map,
+    pick,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -30,19 +30,19 @@ def negate(test: ast.expr) -> ast.expr:
     if isinstance(test, ast.BoolOp):
         flipped = ast.Or() if isinstance(test.op, ast.And) else ast.And()
         return ast.BoolOp(flipped, [negate(v) for v in test.values])
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _FLIPPED:
-        return ast.Compare(test.left, [_FLIPPED[type(test.ops[0])]()], test.comparators)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in FLIPPED:
+        return ast.Compare(test.left, [FLIPPED[type(test.ops[0])]()], test.comparators)
     return ast.UnaryOp(ast.Not(), test)
 
 
-def _apply_swap_if_else(tree: ast.Module, rng: random.Random) -> bool:
-    parents = _parents(tree)
+def apply_swap_if_else(tree: ast.Module, rng: random.Random) -> bool:
+    parents = parent_map(tree)
     sites = [
         n
         for n in ast.walk(tree)
-        if isinstance(n, ast.If) and n.orelse and _enclosing_function(n, parents) is not None
+        if isinstance(n, ast.If) and n.orelse and enclosing_function(n, parents) is not None
     ]
-    branch = _pick(sites, rng)
+    branch = pick(sites, rng)
     if branch is None:
         return False
     branch.test = negate(branch.test)
@@ -68,7 +68,7 @@ def _de_morgan(test: ast.expr) -> ast.expr | None:
     return None
 
 
-def _apply_de_morgan(tree: ast.Module, rng: random.Random) -> bool:
+def apply_de_morgan(tree: ast.Module, rng: random.Random) -> bool:
     """Only in ``if``/``while``/``elif`` and conditional-expression tests, where only the truth
     of the test counts: the whole test or a direct operand of its and/or."""
     sites: list[tuple[ast.AST, str, int | None]] = []
@@ -81,7 +81,7 @@ def _apply_de_morgan(tree: ast.Module, rng: random.Random) -> bool:
             for at, value in enumerate(node.test.values):
                 if _de_morgan(value) is not None and not isinstance(value, ast.BoolOp):
                     sites.append((node.test, "values", at))
-    site = _pick(sites, rng)
+    site = pick(sites, rng)
     if site is None:
         return False
     owner, field, position = site
@@ -121,25 +121,25 @@ def _early_return_site(func: Function, at: int) -> ast.If | None:
     ]
     if len(returns) != 1 or len(guards) != 1 or guards[0].body[0] is not returns[0]:
         return None
-    if _has(loop, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, *_SCOPES):
+    if has(loop, ast.Try, ast.TryStar, ast.With, ast.AsyncWith, *SCOPES):
         return None
     return guards[0]
 
 
-def _apply_early_return_to_flag(tree: ast.Module, rng: random.Random) -> bool:
+def apply_early_return_to_flag(tree: ast.Module, rng: random.Random) -> bool:
     sites = []
-    for func in _functions(tree):
-        if _opaque(func):
+    for func in functions_of(tree):
+        if opaque(func):
             continue
         for at in range(len(func.body)):
             guard = _early_return_site(func, at)
             if guard is not None:
                 sites.append((func, at, guard))
-    site = _pick(sites, rng)
+    site = pick(sites, rng)
     if site is None:
         return False
     func, at, guard = site
-    flag = _Fresh(tree).name(("result", "answer", "outcome"))
+    flag = FreshNames(tree).name(("result", "answer", "outcome"))
     after = func.body[at + 1]
     assert isinstance(after, ast.Return) and after.value is not None
     returned = guard.body[0]

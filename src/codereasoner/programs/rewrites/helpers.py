@@ -7,18 +7,18 @@ import copy
 import random
 
 from codereasoner.programs.rewrites.analysis import (
-    _BUILTINS,
-    _HELPER_NAMES,
+    BUILTINS,
+    HELPER_NAMES,
+    FreshNames,
     Function,
-    _all_args,
-    _enclosing_function,
-    _Fresh,
-    _functions,
-    _has,
-    _opaque,
-    _parents,
-    _pick,
-    _stored,
+    all_args,
+    enclosing_function,
+    functions_of,
+    has,
+    opaque,
+    parent_map,
+    pick,
+    stored,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -77,15 +77,15 @@ def _short_circuits(expr: ast.AST) -> bool:
     )
 
 
-def _apply_extract_helper(tree: ast.Module, rng: random.Random) -> bool:
-    parents = _parents(tree)
+def apply_extract_helper(tree: ast.Module, rng: random.Random) -> bool:
+    parents = parent_map(tree)
     sites: list[tuple[ast.AST, str, int | None, ast.expr, Function]] = []
-    for func in _functions(tree):
-        if _opaque(func) or _enclosing_function(func, parents) is not None:
+    for func in functions_of(tree):
+        if opaque(func) or enclosing_function(func, parents) is not None:
             continue
-        params = {a.arg for a in _all_args(func.args)}
-        local = (_stored(func) | params) - _BUILTINS
-        if _has(func, ast.Delete):
+        params = {a.arg for a in all_args(func.args)}
+        local = (stored(func) | params) - BUILTINS
+        if has(func, ast.Delete):
             continue
         for statement in func.body:
             for node in ast.walk(statement):
@@ -95,11 +95,11 @@ def _apply_extract_helper(tree: ast.Module, rng: random.Random) -> bool:
                         if isinstance(item, ast.expr) and _extractable(item, local, params):
                             index = at if isinstance(value, list) else None
                             sites.append((node, field, index, item, func))
-    site = _pick(sites, rng)
+    site = pick(sites, rng)
     if site is None:
         return False
     owner, field, index, expr, func = site
-    name = _Fresh(tree).name(_HELPER_NAMES, rng)
+    name = FreshNames(tree).name(HELPER_NAMES, rng)
     arguments = _free_names(expr)
     helper = ast.FunctionDef(
         name=name,
@@ -176,7 +176,7 @@ def _rebinds(tree: ast.Module, name: str) -> bool:
         for n in ast.walk(tree)
         if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == name
     )
-    stores = name in _stored(tree) or name in {
+    stores = name in stored(tree) or name in {
         n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)
     }
     imports = any(
@@ -188,7 +188,7 @@ def _rebinds(tree: ast.Module, name: str) -> bool:
     return defs != 1 or stores or imports
 
 
-def _apply_inline_helper(tree: ast.Module, rng: random.Random) -> bool:
+def apply_inline_helper(tree: ast.Module, rng: random.Random) -> bool:
     helpers = {
         node.name: found
         for node in tree.body
@@ -207,7 +207,7 @@ def _apply_inline_helper(tree: ast.Module, rng: random.Random) -> bool:
         inlined = [_inline_call(c, params, expr) for c in calls]
         if calls and references == len(calls) and all(i is not None for i in inlined):
             options.append((name, calls, inlined))
-    chosen = _pick(options, rng)
+    chosen = pick(options, rng)
     if chosen is None:
         return False
     name, calls, inlined = chosen

@@ -8,30 +8,30 @@ import ast
 import random
 
 from codereasoner.programs.rewrites.analysis import (
-    _READ_ONLY_CALLS,
-    _READ_ONLY_METHODS,
-    _SEQUENCE_ANNOTATIONS,
-    _SEQUENCE_CALLS,
-    _SEQUENCE_METHODS,
+    READ_ONLY_CALLS,
+    READ_ONLY_METHODS,
+    SEQUENCE_ANNOTATIONS,
+    SEQUENCE_CALLS,
+    SEQUENCE_METHODS,
+    FreshNames,
     Function,
-    _all_args,
-    _bodies,
-    _captured_late,
-    _enclosing_function,
-    _Fresh,
-    _has,
-    _inside_try,
-    _int_names,
-    _is_int,
-    _is_range,
-    _loop_exits,
-    _mentioned,
-    _opaque,
-    _parents,
-    _pick,
-    _shadows_builtins,
-    _stored,
-    _uses_outside,
+    all_args,
+    captured_late,
+    enclosing_function,
+    has,
+    inside_try,
+    int_only_names,
+    is_int,
+    is_range,
+    loop_exits,
+    mentioned,
+    opaque,
+    parent_map,
+    pick,
+    shadows_builtins,
+    statement_lists,
+    stored,
+    uses_outside,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -40,19 +40,19 @@ from codereasoner.programs.rewrites.analysis import (
 
 
 def _for_to_while_site(func: Function, loop: ast.For) -> bool:
-    if not (_is_range(loop) and isinstance(loop.target, ast.Name)) or loop.orelse:
+    if not (is_range(loop) and isinstance(loop.target, ast.Name)) or loop.orelse:
         return False
     assert isinstance(loop.iter, ast.Call)
     args = loop.iter.args
     if len(args) == 3 and not _nonzero_int(args[2]):
         return False
-    ints = _int_names(func)
-    if not all(_is_int(a, ints) for a in args[:2]):
+    ints = int_only_names(func)
+    if not all(is_int(a, ints) for a in args[:2]):
         return False
     name = loop.target.id
-    if name in _stored(ast.Module(body=loop.body, type_ignores=[])) or _loop_exits(loop):
+    if name in stored(ast.Module(body=loop.body, type_ignores=[])) or loop_exits(loop):
         return False
-    return not _captured_late(loop.body, name) and not _uses_outside(func, loop, {name})
+    return not captured_late(loop.body, name) and not uses_outside(func, loop, {name})
 
 
 def _nonzero_int(node: ast.expr) -> bool:
@@ -71,14 +71,14 @@ def _step(node: ast.expr) -> int:
     return -node.operand.value
 
 
-def _for_to_while(loop: ast.For, fresh: _Fresh) -> list[ast.stmt]:
+def _for_to_while(loop: ast.For, fresh: FreshNames) -> list[ast.stmt]:
     assert isinstance(loop.iter, ast.Call) and isinstance(loop.target, ast.Name)
     args = loop.iter.args
     start, stop = (ast.Constant(0), args[0]) if len(args) == 1 else (args[0], args[1])
     step = _step(args[2]) if len(args) == 3 else 1
     name = loop.target.id
     before: list[ast.stmt] = []
-    body_stores = _stored(ast.Module(body=loop.body, type_ignores=[]))
+    body_stores = stored(ast.Module(body=loop.body, type_ignores=[]))
     if not (
         isinstance(stop, ast.Constant)
         or (isinstance(stop, ast.Name) and stop.id not in body_stores)
@@ -97,10 +97,10 @@ def _for_to_while(loop: ast.For, fresh: _Fresh) -> list[ast.stmt]:
     return [*before, ast.While(test, [*loop.body, increment], [])]
 
 
-def _replace_statement(
+def replace_statement(
     tree: ast.Module, old: ast.stmt, new: list[ast.stmt], drop_before: int = 0
 ) -> None:
-    for _, block in _bodies(tree):
+    for _, block in statement_lists(tree):
         for at, statement in enumerate(block):
             if statement is old:
                 block[at - drop_before : at + 1] = new
@@ -108,22 +108,22 @@ def _replace_statement(
     raise LookupError("statement not found")
 
 
-def _apply_for_to_while(tree: ast.Module, rng: random.Random) -> bool:
-    if _shadows_builtins(tree):
+def apply_for_to_while(tree: ast.Module, rng: random.Random) -> bool:
+    if shadows_builtins(tree):
         return False
-    parents = _parents(tree)
+    parents = parent_map(tree)
     sites = [
         n
         for n in ast.walk(tree)
         if isinstance(n, ast.For)
-        and (func := _enclosing_function(n, parents)) is not None
-        and not _opaque(func)
+        and (func := enclosing_function(n, parents)) is not None
+        and not opaque(func)
         and _for_to_while_site(func, n)
     ]
-    loop = _pick(sites, rng)
+    loop = pick(sites, rng)
     if loop is None:
         return False
-    _replace_statement(tree, loop, _for_to_while(loop, _Fresh(tree)))
+    replace_statement(tree, loop, _for_to_while(loop, FreshNames(tree)))
     return True
 
 
@@ -157,30 +157,30 @@ def _while_to_for_site(func: Function, block: list[ast.stmt], at: int) -> bool:
     ):
         return False
     stop, inner = test.comparators[0], loop.body[:-1]
-    inner_stores = _stored(ast.Module(body=inner, type_ignores=[]))
-    ints = _int_names(func)
-    if not inner or name in inner_stores or _loop_exits(loop) or _captured_late(inner, name):
+    inner_stores = stored(ast.Module(body=inner, type_ignores=[]))
+    ints = int_only_names(func)
+    if not inner or name in inner_stores or loop_exits(loop) or captured_late(inner, name):
         return False
     stop_fixed = isinstance(stop, ast.Constant) or (
         isinstance(stop, ast.Name) and stop.id not in inner_stores
     )
-    if not (stop_fixed and _is_int(stop, ints) and _is_int(init.value, ints)):
+    if not (stop_fixed and is_int(stop, ints) and is_int(init.value, ints)):
         return False
     region = ast.Module(body=[init, loop], type_ignores=[])
-    return not _uses_outside(func, region, {name})
+    return not uses_outside(func, region, {name})
 
 
-def _apply_while_to_for(tree: ast.Module, rng: random.Random) -> bool:
-    if _shadows_builtins(tree):
+def apply_while_to_for(tree: ast.Module, rng: random.Random) -> bool:
+    if shadows_builtins(tree):
         return False
-    parents = _parents(tree)
+    parents = parent_map(tree)
     sites = []
-    for _, block in _bodies(tree):
+    for _, block in statement_lists(tree):
         for at in range(1, len(block)):
-            func = _enclosing_function(block[at], parents)
-            if func is not None and not _opaque(func) and _while_to_for_site(func, block, at):
+            func = enclosing_function(block[at], parents)
+            if func is not None and not opaque(func) and _while_to_for_site(func, block, at):
                 sites.append((block, at))
-    site = _pick(sites, rng)
+    site = pick(sites, rng)
     if site is None:
         return False
     block, at = site
@@ -202,9 +202,9 @@ def _apply_while_to_for(tree: ast.Module, rng: random.Random) -> bool:
 
 def _comprehension_safe(expr: ast.AST) -> bool:
     """Nothing that behaves differently in a comprehension's own scope."""
-    if _has(expr, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await):
+    if has(expr, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await):
         return False
-    return "super" not in _mentioned(expr) and "__class__" not in _mentioned(expr)
+    return "super" not in mentioned(expr) and "__class__" not in mentioned(expr)
 
 
 def _append_loop(first: ast.stmt, loop: ast.stmt) -> tuple[str, ast.expr, ast.expr | None] | None:
@@ -244,7 +244,7 @@ def _append_loop(first: ast.stmt, loop: ast.stmt) -> tuple[str, ast.expr, ast.ex
 def _loop_to_comprehension_site(
     func: Function, block: list[ast.stmt], at: int, parents: dict[ast.AST, ast.AST]
 ) -> ast.Assign | None:
-    if at == 0 or _inside_try(block[at], parents):
+    if at == 0 or inside_try(block[at], parents):
         return None
     found = _append_loop(block[at - 1], block[at])
     if found is None:
@@ -255,26 +255,26 @@ def _loop_to_comprehension_site(
     parts: list[ast.AST] = [element, loop.iter, loop.target]
     if condition is not None:
         parts.append(condition)
-    if any(result in _mentioned(part) or not _comprehension_safe(part) for part in parts):
+    if any(result in mentioned(part) or not _comprehension_safe(part) for part in parts):
         return None
-    if _uses_outside(func, loop, _stored(loop.target)):
+    if uses_outside(func, loop, stored(loop.target)):
         return None
     generator = ast.comprehension(loop.target, loop.iter, [condition] if condition else [], 0)
     return ast.Assign([ast.Name(result, ast.Store())], ast.ListComp(element, [generator]))
 
 
-def _apply_loop_to_comprehension(tree: ast.Module, rng: random.Random) -> bool:
-    parents = _parents(tree)
+def apply_loop_to_comprehension(tree: ast.Module, rng: random.Random) -> bool:
+    parents = parent_map(tree)
     sites = []
-    for _, block in _bodies(tree):
+    for _, block in statement_lists(tree):
         for at in range(1, len(block)):
-            func = _enclosing_function(block[at], parents)
-            if func is None or _opaque(func):
+            func = enclosing_function(block[at], parents)
+            if func is None or opaque(func):
                 continue
             new = _loop_to_comprehension_site(func, block, at, parents)
             if new is not None:
                 sites.append((block, at, new))
-    site = _pick(sites, rng)
+    site = pick(sites, rng)
     if site is None:
         return False
     block, at, new = site
@@ -294,14 +294,14 @@ def _comprehension_to_loop_site(
         and not statement.value.generators[0].is_async
     ):
         return False
-    if _inside_try(statement, parents):
+    if inside_try(statement, parents):
         return False
     result = statement.targets[0].id
     comp = statement.value
     generator = comp.generators[0]
-    if result in _mentioned(comp):
+    if result in mentioned(comp):
         return False
-    return not _uses_outside(func, comp, _stored(generator.target))
+    return not uses_outside(func, comp, stored(generator.target))
 
 
 def _comprehension_to_loop(statement: ast.Assign) -> list[ast.stmt]:
@@ -325,20 +325,20 @@ def _comprehension_to_loop(statement: ast.Assign) -> list[ast.stmt]:
     ]
 
 
-def _apply_comprehension_to_loop(tree: ast.Module, rng: random.Random) -> bool:
-    parents = _parents(tree)
+def apply_comprehension_to_loop(tree: ast.Module, rng: random.Random) -> bool:
+    parents = parent_map(tree)
     sites = []
-    for _, block in _bodies(tree):
+    for _, block in statement_lists(tree):
         for statement in block:
-            func = _enclosing_function(statement, parents)
-            usable = func is not None and not _opaque(func)
+            func = enclosing_function(statement, parents)
+            usable = func is not None and not opaque(func)
             if usable and _comprehension_to_loop_site(func, statement, parents):  # type: ignore[arg-type]
                 sites.append(statement)
-    chosen = _pick(sites, rng)
+    chosen = pick(sites, rng)
     if chosen is None:
         return False
     assert isinstance(chosen, ast.Assign)
-    _replace_statement(tree, chosen, _comprehension_to_loop(chosen))
+    replace_statement(tree, chosen, _comprehension_to_loop(chosen))
     return True
 
 
@@ -351,23 +351,21 @@ def _sequence_names(func: Function) -> set[str]:
     """Names that always hold a list, str or tuple in ``func``: annotated parameters, and locals
     whose every binding is a list/str/tuple display or ``list(...)``, ``sorted(...)``, ...."""
     names = {
-        a.arg
-        for a in _all_args(func.args)
-        if _annotation_name(a.annotation) in _SEQUENCE_ANNOTATIONS
+        a.arg for a in all_args(func.args) if _annotation_name(a.annotation) in SEQUENCE_ANNOTATIONS
     }
-    params = {a.arg for a in _all_args(func.args)}
+    params = {a.arg for a in all_args(func.args)}
     bindings: dict[str, list[ast.expr | None]] = {}
     for node in ast.walk(func):
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                for name in _stored(target):
+                for name in stored(target):
                     value = node.value if isinstance(target, ast.Name) else None
                     bindings.setdefault(name, []).append(value)
         elif isinstance(node, ast.AugAssign | ast.AnnAssign | ast.For | ast.comprehension):
-            for name in _stored(node.target):
+            for name in stored(node.target):
                 bindings.setdefault(name, []).append(None)
         elif isinstance(node, ast.NamedExpr | ast.With | ast.Delete):
-            for name in _stored(node):
+            for name in stored(node):
                 bindings.setdefault(name, []).append(None)
     for name, values in bindings.items():
         if name in params:
@@ -389,16 +387,16 @@ def _sequence_value(value: ast.expr) -> bool:
     if isinstance(value, ast.Constant):
         return isinstance(value.value, str)
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-        return value.func.id in _SEQUENCE_CALLS
+        return value.func.id in SEQUENCE_CALLS
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-        return value.func.attr in _SEQUENCE_METHODS and isinstance(value.func.value, ast.Constant)
+        return value.func.attr in SEQUENCE_METHODS and isinstance(value.func.value, ast.Constant)
     return False
 
 
 def _read_only_uses(func: Function, name: str, allowed: ast.AST | None = None) -> bool:
     """Every use of ``name`` in ``func`` only reads it: indexing, ``len(name)``, ``x in name``,
     a read-only method; so no alias is made and nothing changes the sequence."""
-    parents = _parents(func)
+    parents = parent_map(func)
     for node in ast.walk(func):
         if node is allowed or not (isinstance(node, ast.Name) and node.id == name):
             continue
@@ -410,10 +408,10 @@ def _read_only_uses(func: Function, name: str, allowed: ast.AST | None = None) -
                 continue
             return False
         if isinstance(parent, ast.Call) and node in parent.args:
-            if isinstance(parent.func, ast.Name) and parent.func.id in _READ_ONLY_CALLS:
+            if isinstance(parent.func, ast.Name) and parent.func.id in READ_ONLY_CALLS:
                 continue
             return False
-        if isinstance(parent, ast.Attribute) and parent.attr in _READ_ONLY_METHODS:
+        if isinstance(parent, ast.Attribute) and parent.attr in READ_ONLY_METHODS:
             continue
         if isinstance(parent, ast.Compare) and node in parent.comparators:
             continue
@@ -440,31 +438,31 @@ def _mutates_something(body: list[ast.stmt]) -> bool:
     return False
 
 
-def _apply_iter_to_index(tree: ast.Module, rng: random.Random) -> bool:
-    if _shadows_builtins(tree):
+def apply_iter_to_index(tree: ast.Module, rng: random.Random) -> bool:
+    if shadows_builtins(tree):
         return False
-    parents = _parents(tree)
+    parents = parent_map(tree)
     sites = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.For) and isinstance(node.iter, ast.Name)) or node.orelse:
             continue
-        func = _enclosing_function(node, parents)
-        if func is None or _opaque(func):
+        func = enclosing_function(node, parents)
+        if func is None or opaque(func):
             continue
         name = node.iter.id
-        params = {a.arg for a in _all_args(func.args)}
-        if name in _stored(ast.Module(body=node.body, type_ignores=[])):
+        params = {a.arg for a in all_args(func.args)}
+        if name in stored(ast.Module(body=node.body, type_ignores=[])):
             continue  # rebinding the sequence in the loop: for keeps the old one
         if name in params and _mutates_something(node.body):
             continue  # an argument might be the same list as another one
         if name in _sequence_names(func) and _read_only_uses(func, name):
             sites.append(node)
-    loop = _pick(sites, rng)
+    loop = pick(sites, rng)
     if loop is None:
         return False
     assert isinstance(loop.iter, ast.Name)
     sequence = loop.iter.id
-    index = _Fresh(tree).name(("i", "idx", "position", "k"))
+    index = FreshNames(tree).name(("i", "idx", "position", "k"))
     length = ast.Call(ast.Name("len", ast.Load()), [ast.Name(sequence, ast.Load())], [])
     element = ast.Subscript(ast.Name(sequence, ast.Load()), ast.Name(index, ast.Load()), ast.Load())
     loop.body.insert(0, ast.Assign([loop.target], element))

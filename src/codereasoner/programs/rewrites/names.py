@@ -6,18 +6,18 @@ import ast
 import random
 
 from codereasoner.programs.rewrites.analysis import (
-    _BUILTINS,
-    _NAMES,
+    BUILTINS,
+    NAMES,
+    FreshNames,
     Function,
-    _all_args,
-    _enclosing_function,
-    _Fresh,
-    _functions,
-    _has,
-    _module_names,
-    _opaque,
-    _parents,
-    _stored,
+    all_args,
+    enclosing_function,
+    functions_of,
+    has,
+    module_level_names,
+    opaque,
+    parent_map,
+    stored,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -29,48 +29,48 @@ def _renamable(func: Function, module_names: set[str]) -> list[str]:
     """The function's locals, parameters, nested functions and their parameters: renamed
     uniformly through the nested scopes (none of them names a global), the result is the
     same program. A name some call passes as a keyword is kept."""
-    params = [a.arg for a in _all_args(func.args)]
+    params = [a.arg for a in all_args(func.args)]
     nested = [n for n in ast.walk(func) if isinstance(n, _DEFINITIONS) and n is not func]
-    inner_params = {a.arg for n in nested for a in _all_args(n.args)}
+    inner_params = {a.arg for n in nested for a in all_args(n.args)}
     nested_defs = {n.name for n in nested if not isinstance(n, ast.Lambda)}
     local = sorted(
-        _stored(func) | set(params) | inner_params | nested_defs,
+        stored(func) | set(params) | inner_params | nested_defs,
         key=lambda n: (n not in params, n),
     )
     handlers = {n.name for n in ast.walk(func) if isinstance(n, ast.ExceptHandler) and n.name}
     keywords = {k.arg for n in ast.walk(func) if isinstance(n, ast.Call) for k in n.keywords}
-    skip = module_names | _BUILTINS | handlers | {"self", "cls", "_"}
+    skip = module_names | BUILTINS | handlers | {"self", "cls", "_"}
     return [name for name in local if name not in skip and name not in keywords]
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
-def _apply_rename(tree: ast.Module, rng: random.Random) -> bool:
-    fresh = _Fresh(tree)
-    module_names = _module_names(tree)
+def apply_rename(tree: ast.Module, rng: random.Random) -> bool:
+    fresh = FreshNames(tree)
+    module_names = module_level_names(tree)
     changed = False
-    top = [f for f in _functions(tree) if not _has_enclosing_function(tree, f)]
+    top = [f for f in functions_of(tree) if not _has_enclosing_function(tree, f)]
     for func in top:
-        if _opaque(func) or _has(func, ast.ClassDef):
+        if opaque(func) or has(func, ast.ClassDef):
             continue
         names = _renamable(func, module_names)
         if not names:
             continue
         # most names, often all: CoRE's Jaccard filter needs the surface to change
         chosen = rng.sample(names, k=rng.randint((len(names) + 1) // 2, len(names)))
-        mapping = {old: fresh.name(_NAMES, rng) for old in chosen}
+        mapping = {old: fresh.name(NAMES, rng) for old in chosen}
         _rename_in(func, mapping)
         changed = True
     return changed
 
 
 def _has_enclosing_function(tree: ast.Module, func: Function) -> bool:
-    return _enclosing_function(func, _parents(tree)) is not None
+    return enclosing_function(func, parent_map(tree)) is not None
 
 
 def _rename_in(func: Function, mapping: dict[str, str]) -> None:
-    for arg in _all_args(func.args):
+    for arg in all_args(func.args):
         arg.arg = mapping.get(arg.arg, arg.arg)
     for statement in func.body:
         for node in ast.walk(statement):

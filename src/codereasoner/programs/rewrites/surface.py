@@ -8,21 +8,21 @@ import ast
 import random
 
 from codereasoner.programs.rewrites.analysis import (
-    _ARITHMETIC,
-    _SCOPES,
+    ARITHMETIC,
+    SCOPES,
     Function,
-    _all_args,
-    _bodies,
-    _enclosing_function,
-    _functions,
-    _identifiers,
-    _opaque,
-    _parents,
-    _pick,
-    _shadows_builtins,
-    _stored,
+    all_args,
+    enclosing_function,
+    functions_of,
+    identifiers,
+    opaque,
+    parent_map,
+    pick,
+    shadows_builtins,
+    statement_lists,
+    stored,
 )
-from codereasoner.programs.rewrites.loops import _replace_statement
+from codereasoner.programs.rewrites.loops import replace_statement
 
 # ---------------------------------------------------------------------------------------
 # accumulator style
@@ -32,22 +32,22 @@ from codereasoner.programs.rewrites.loops import _replace_statement
 def _immutable_accumulators(func: Function) -> set[str]:
     """Local names first bound to a number or string literal and only ever rebound to literals,
     arithmetic on themselves, or augmented assignments (so ``+=`` never mutates in place)."""
-    params = {a.arg for a in _all_args(func.args)}
+    params = {a.arg for a in all_args(func.args)}
     good: dict[str, bool] = {}
     for node in ast.walk(func):
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                for name in _stored(target):
+                for name in stored(target):
                     ok = isinstance(target, ast.Name) and _literal_or_self_arithmetic(
                         node.value, name
                     )
                     good[name] = good.get(name, True) and ok
         elif isinstance(node, ast.AugAssign):
-            for name in _stored(node.target):
+            for name in stored(node.target):
                 good.setdefault(name, True)
                 good[name] = good[name] and isinstance(node.target, ast.Name)
         elif isinstance(node, ast.For | ast.comprehension | ast.NamedExpr | ast.With):
-            for name in _stored(node):
+            for name in stored(node):
                 good[name] = False
     seeded = {
         n.targets[0].id
@@ -73,14 +73,14 @@ def _literal_or_self_arithmetic(value: ast.expr, name: str) -> bool:
         isinstance(value, ast.BinOp)
         and isinstance(value.left, ast.Name)
         and value.left.id == name
-        and isinstance(value.op, _ARITHMETIC)
+        and isinstance(value.op, ARITHMETIC)
     )
 
 
 def _accumulator_sites(tree: ast.Module, expand: bool) -> list[tuple[Function, ast.stmt]]:
     sites: list[tuple[Function, ast.stmt]] = []
-    for func in _functions(tree):
-        if _opaque(func) or any(isinstance(n, _SCOPES) for n in ast.walk(func) if n is not func):
+    for func in functions_of(tree):
+        if opaque(func) or any(isinstance(n, SCOPES) for n in ast.walk(func) if n is not func):
             continue
         names = _immutable_accumulators(func)
         for node in ast.walk(func):
@@ -110,7 +110,7 @@ def _self_arithmetic(node: ast.AST) -> bool:
     )
 
 
-def _apply_augassign_expand(tree: ast.Module, rng: random.Random) -> bool:
+def apply_augassign_expand(tree: ast.Module, rng: random.Random) -> bool:
     sites = _accumulator_sites(tree, expand=True)
     if not sites:
         return False
@@ -118,11 +118,11 @@ def _apply_augassign_expand(tree: ast.Module, rng: random.Random) -> bool:
         assert isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
         name = node.target.id
         value = ast.BinOp(ast.Name(name, ast.Load()), node.op, node.value)
-        _replace_statement(tree, node, [ast.Assign([ast.Name(name, ast.Store())], value)])
+        replace_statement(tree, node, [ast.Assign([ast.Name(name, ast.Store())], value)])
     return True
 
 
-def _apply_augassign_contract(tree: ast.Module, rng: random.Random) -> bool:
+def apply_augassign_contract(tree: ast.Module, rng: random.Random) -> bool:
     sites = _accumulator_sites(tree, expand=False)
     if not sites:
         return False
@@ -131,7 +131,7 @@ def _apply_augassign_contract(tree: ast.Module, rng: random.Random) -> bool:
         target = node.targets[0]
         assert isinstance(target, ast.Name)
         new = ast.AugAssign(ast.Name(target.id, ast.Store()), node.value.op, node.value.right)
-        _replace_statement(tree, node, [new])
+        replace_statement(tree, node, [new])
     return True
 
 
@@ -142,22 +142,22 @@ def _apply_augassign_contract(tree: ast.Module, rng: random.Random) -> bool:
 _INTROSPECTION = frozenset({"__annotations__", "get_type_hints", "signature", "inspect"})
 
 
-def _apply_drop_annotations(tree: ast.Module, rng: random.Random) -> bool:
+def apply_drop_annotations(tree: ast.Module, rng: random.Random) -> bool:
     """Parameter and return annotations go, and ``x: T = v`` in a function becomes ``x = v``.
 
     Annotations do nothing at run time unless read back (left alone then); class-level ones are
     kept (dataclasses and named tuples read them), and so is a bare ``x: T`` (it makes ``x``
     local)."""
-    if _identifiers(tree) & _INTROSPECTION:
+    if identifiers(tree) & _INTROSPECTION:
         return False
     changed = False
-    for func in _functions(tree):
-        for arg in _all_args(func.args):
+    for func in functions_of(tree):
+        for arg in all_args(func.args):
             changed |= arg.annotation is not None
             arg.annotation = None
         changed |= func.returns is not None
         func.returns = None
-        for body_owner, body in _bodies(func):
+        for body_owner, body in statement_lists(func):
             if isinstance(body_owner, ast.ClassDef):
                 continue
             for position, statement in enumerate(body):
@@ -217,9 +217,9 @@ def _mirrorable(node: ast.AST) -> bool:
     )
 
 
-def _apply_mirror_comparisons(tree: ast.Module, rng: random.Random) -> bool:
+def apply_mirror_comparisons(tree: ast.Module, rng: random.Random) -> bool:
     """``a > b`` becomes ``b < a`` (and ``>=`` ``<=``), or the other way, at every such site."""
-    if _shadows_builtins(tree):
+    if shadows_builtins(tree):
         return False
     sites = [n for n in ast.walk(tree) if isinstance(n, ast.Compare) and _mirrorable(n)]
     directions = sorted({_MIRRORED[type(n.ops[0])] in (ast.Lt, ast.LtE) for n in sites})
@@ -234,10 +234,10 @@ def _apply_mirror_comparisons(tree: ast.Module, rng: random.Random) -> bool:
     return True
 
 
-def _apply_split_conjunction(tree: ast.Module, rng: random.Random) -> bool:
+def apply_split_conjunction(tree: ast.Module, rng: random.Random) -> bool:
     """``if a and b: body`` with no ``else`` becomes ``if a: if b: body`` (the same
     short-circuit order)."""
-    parents = _parents(tree)
+    parents = parent_map(tree)
     sites = [
         n
         for n in ast.walk(tree)
@@ -245,9 +245,9 @@ def _apply_split_conjunction(tree: ast.Module, rng: random.Random) -> bool:
         and not n.orelse
         and isinstance(n.test, ast.BoolOp)
         and isinstance(n.test.op, ast.And)
-        and _enclosing_function(n, parents) is not None
+        and enclosing_function(n, parents) is not None
     ]
-    branch = _pick(sites, rng)
+    branch = pick(sites, rng)
     if branch is None:
         return False
     assert isinstance(branch.test, ast.BoolOp)
@@ -274,11 +274,11 @@ def _characters(node: ast.AST) -> str | None:
     return "".join(e.value for e in elements)
 
 
-def _apply_characters_literal(tree: ast.Module, rng: random.Random) -> bool:
+def apply_characters_literal(tree: ast.Module, rng: random.Random) -> bool:
     """``{'a', 'e', 'i'}`` becomes ``set('aei')`` (lists and tuples alike)."""
-    if _shadows_builtins(tree):  # set, list and tuple among the guarded builtins
+    if shadows_builtins(tree):  # set, list and tuple among the guarded builtins
         return False
-    parents = _parents(tree)
+    parents = parent_map(tree)
     sites = [
         n
         for n in ast.walk(tree)
