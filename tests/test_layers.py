@@ -383,3 +383,17 @@ def test_the_family_rule_sees_every_form_of_import(tmp_path: Path) -> None:
     )
     assert imported_families(module) == {"core", "reval", "cases", "cruxeval"}
     assert named_families(module) == {"livecodebench", "reval", "*"}
+
+
+def test_no_private_name_crosses_a_module() -> None:
+    """A name another module imports is part of its module's interface: it has no leading
+    underscore."""
+    crossing = sorted(
+        f"{path.relative_to(PACKAGE)}: {node.module}.{alias.name}"
+        for path in modules()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("codereasoner")
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    )
+    assert not crossing, crossing
