@@ -14,7 +14,7 @@ LCB_DEBS := python3-numpy python3-pandas
 # The HTML report test renders the page in headless Chromium.
 TEST_DEBS := $(REVAL_DEBS) $(LCB_DEBS) chromium
 
-.PHONY: demo test test-env check lint bench learn system-deps test-deps clean
+.PHONY: demo test test-env check docs-run lint bench learn system-deps test-deps clean
 
 # The main job on its embedded default: a training set from the offline generator (resumes if
 # interrupted; decontamination skipped, as the run states: no benchmark data offline), then the
@@ -34,6 +34,10 @@ test:
 # The fast tier for everyday work: no training, Ray, browser, shared-data or slow tests.
 check: system-deps $(VENV)/.dev
 	$(PYTEST) -m "not slow and not train and not ray and not browser and not full_data and not real_model"
+
+# every documented shell line, run as written at its documented size (hours on 2 cores)
+docs-run: test-env
+	$(PYTEST) tests/docs_run --docs-run -n 0 -s
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench

@@ -56,7 +56,15 @@ def synth_cases(out: Path, n: int, seed: int) -> Path:
     return out
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--docs-run",
+        action="store_true",
+        help="run every documented shell line at its documented size (tests/docs_run; hours)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tiers (pyproject.toml's markers) are declared by each module or test, never guessed
     from a name: a module that reads the shared benchmark data must say ``full_data``, or
     collection stops here naming it."""
@@ -73,6 +81,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             f"{unmarked[0]}: reads SHARED_DATA but is not marked full_data "
             "(pytestmark = pytest.mark.full_data)"
         )
+    if not config.getoption("--docs-run"):
+        opt_in = pytest.mark.skip(reason="the docs-run tier takes hours: pass --docs-run")
+        for item in items:
+            if item.get_closest_marker("docs_run") is not None:
+                item.add_marker(opt_in)
     _costly_files_first(items)
 
 
