@@ -245,7 +245,9 @@ def write_report(at: Layout, args: argparse.Namespace) -> str:
             figures[f"claim/{row}/{other}"] = {"difference": gap.__dict__,
                                                "seed_level": by_seed.__dict__, "holds": holds}  # fmt: skip
     official = official_table(at, raw_form, figures)
-    text = "\n".join([*lines, "", *claims, "", *official])
+    chance = ("Chance is not defined on these rows: every answer is an open Python literal, "
+              "so there is no finite set of choices to guess among.")  # fmt: skip
+    text = "\n".join([*lines, "", chance, "", *claims, "", *official])
     (at.out / "claims.md").write_text(text + "\n")
     settings = {key: str(value) for key, value in vars(args).items()}
     (at.out / "learn.json").write_text(
