@@ -24,6 +24,7 @@ from pathlib import Path
 from tests.docs_run.steps import Step, read_steps, words_of
 
 INPUTS = Path(__file__).resolve().parent / "inputs"
+REPOSITORY = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 # one benchmark of each dataset the data root holds in its download form (CoRE's built files are
 # not: its lines pass --data-dir ./data)
@@ -60,13 +61,15 @@ class DocumentRun:
             PATH=f"{BIN}{os.pathsep}{self.env.get('PATH', '')}",
             HF_HUB_OFFLINE="1",
             CODEREASONER_CACHE=str(cache or folder / ".cache"),
-            PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"),
+            PYTHONPATH=str(REPOSITORY / "src"),
         )
         self.servers: list[subprocess.Popen[bytes]] = []
         self.generations_written = False
 
     def prepare(self) -> None:
         shutil.copy(INPUTS / "prog.py", self.folder / "prog.py")
+        # the reader types the lines in a checkout: its recipes are at hand
+        (self.folder / "recipes").symlink_to(REPOSITORY / "recipes")
         if self.data is None:
             return
         (self.folder / "data").symlink_to(self.data)
