@@ -9,6 +9,7 @@ line that reads it is skipped too, naming the line it waits for.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from collections.abc import Iterable
@@ -139,11 +140,13 @@ def why_not_here(step: Step, state: DocumentState) -> str | None:
     text, words = step.text, words_of(step.text)
     first = words[0] if words else ""
     if first in ("pip", "sudo", "apt-get") or first == "make":
-        return "installs or builds the project (.ci/run runs make test, which installs it)"
+        return "installs software (make test installs what the project needs; .ci/run runs it)"
     if re.search(r"\bvllm[: ]|\baccelerate |CUDA_VISIBLE_DEVICES|verl-grpo\.sh|vllm-serve", text):
         return "needs GPUs (vLLM, accelerate or verl)"
     if any(_gpu_recipe(word) for word in words):
         return "needs GPUs (a 7B recipe)"
+    if words[:2] == ["transformers", "serve"] and not _importable("fastapi", "uvicorn"):
+        return "needs transformers' serving extra (pip install fastapi uvicorn openai)"
     if first == "ray" or "ray:" in text or "NNODES=" in text:
         return "needs a Ray cluster of several nodes"
     if re.search(r"(^|\s|/)(bench/|docs/make_images\.py)", text):
@@ -230,6 +233,10 @@ def outputs(words: list[str]) -> list[str]:
     if words[1:3] == ["train", "tiny-model"] and len(words) > 3:
         found.append(words[3])
     return [path.removeprefix("./").rstrip("/") for path in found]
+
+
+def _importable(*modules: str) -> bool:
+    return all(importlib.util.find_spec(module) is not None for module in modules)
 
 
 def _gpu_recipe(word: str) -> bool:

@@ -21,7 +21,7 @@ from tests.docs_run.steps import (
 pytestmark = pytest.mark.docs
 
 REASONS = (
-    "installs or builds the project",
+    "installs software",
     "needs GPUs",
     "needs a Ray cluster",
     "a benchmark or study script",
@@ -32,6 +32,7 @@ REASONS = (
     "downloads from the benchmark's source",
     "reads ",
     "needs the plugin the page builds",
+    "needs transformers' serving extra",
 )
 
 
