@@ -6,9 +6,7 @@ CPU training path also runs as written: tests/test_readme_training.py.)"""
 
 from __future__ import annotations
 
-import re
 import shlex
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,16 +14,10 @@ import typer
 from typer._click.exceptions import UsageError
 
 from codereasoner.cli import app
+from tests.docs_run.steps import BLOCK, DOCUMENTS, ROOT
 
 pytestmark = pytest.mark.docs
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = [
-    ROOT / "README.md",
-    ROOT / "recipes" / "README.md",
-    *sorted((ROOT / "docs").glob("*.md")),
-]
-BLOCK = re.compile(r"```(?:bash|sh|shell|console)\n(.*?)```", re.DOTALL)
 SHELL_ENDS = ("&&", "||", "|", ";", "&", ">", ">>", "2>", "2>&1")
 
 

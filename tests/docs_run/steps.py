@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codereasoner.models.packaged import PACKAGED
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [
     ROOT / "README.md",
@@ -23,7 +25,6 @@ DOCUMENTS = [
     *sorted((ROOT / "docs").glob("*.md")),
 ]
 BLOCK = re.compile(r"```(?:bash|sh|shell|console)\n(.*?)```", re.DOTALL)
-PACKAGED_MODELS = ("smollm2-135m", "gemma3-270m")
 # Words that stand for something the reader supplies: a shell line holding one is a usage line.
 PLACEHOLDER = re.compile(r"^(?:[A-Z][A-Z0-9_]*(?:\.yaml)?|<[^>]*>|.*\.\.\..*|\[.*|/path/to/.*)$")
 SERVER_PORT = re.compile(r"--port[ =](\d+)")
@@ -166,11 +167,12 @@ def why_not_here(step: Step, state: DocumentState) -> str | None:
         return f"needs the plugin the page builds (benchmark {unknown[0]}; pip install .)"
     if re.search(r"codereasoner bench fetch (?!.*--from)", text):
         return "downloads from the benchmark's source (no network here)"
-    for path in inputs(words):
+    read = inputs(words)
+    for path in read:
         if path in state.unmade:
             line = state.unmade[path]
             return f"reads {path}, which a skipped line writes ({line.document}:{line.number})"
-    for path in inputs(words):
+    for path in read:
         if not _held(path, state):
             return f"reads {path}, the reader's own (no line before it makes it)"
     return None
@@ -186,7 +188,7 @@ def _held(path: str, state: DocumentState) -> bool:
         or any(clean.startswith(made + "/") for made in state.made)
         or top in READER_FILES
         or (top not in ("runs", "data") and (ROOT / clean).exists())
-        or clean in PACKAGED_MODELS
+        or clean in PACKAGED
     )
 
 
